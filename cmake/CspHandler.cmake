@@ -1,0 +1,40 @@
+# csp_add_handler(NAME SOURCE... [OUTPUT_DIR dir] [DEFINITIONS def...])
+# Builds NAME.so, a cspd handler, into OUTPUT_DIR (default: CSP_HANDLER_OUTPUT_DIR,
+# else the current binary dir). The target is called csp_handler_NAME unless TARGET is given.
+function(csp_add_handler name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIR;TARGET" "DEFINITIONS" ${ARGN})
+  set(sources ${ARG_UNPARSED_ARGUMENTS})
+  if(NOT sources)
+    message(FATAL_ERROR "csp_add_handler(${name}): no source files")
+  endif()
+  if(NOT name MATCHES "^[A-Za-z0-9_-]+$")
+    message(FATAL_ERROR "csp_add_handler(${name}): handler names are [A-Za-z0-9_-]+")
+  endif()
+  set(target ${ARG_TARGET})
+  if(NOT target)
+    set(target csp_handler_${name})
+  endif()
+  set(out ${ARG_OUTPUT_DIR})
+  if(NOT out)
+    if(CSP_HANDLER_OUTPUT_DIR)
+      set(out ${CSP_HANDLER_OUTPUT_DIR})
+    else()
+      set(out ${CMAKE_CURRENT_BINARY_DIR})
+    endif()
+  endif()
+  add_library(${target} MODULE ${sources})
+  set_target_properties(${target} PROPERTIES
+    PREFIX "" OUTPUT_NAME ${name} SUFFIX ".so"
+    LIBRARY_OUTPUT_DIRECTORY ${out}
+    C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  if(TARGET cspd::sdk)
+    target_link_libraries(${target} PRIVATE cspd::sdk)
+  endif()
+  # -fno-gnu-unique: g++ otherwise marks some C++ statics STB_GNU_UNIQUE, which makes
+  # glibc refuse to ever unload the library, so old versions would pile up on reload.
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-gnu-unique>)
+  target_link_options(${target} PRIVATE -Wl,-z,defs)
+  if(ARG_DEFINITIONS)
+    target_compile_definitions(${target} PRIVATE ${ARG_DEFINITIONS})
+  endif()
+endfunction()

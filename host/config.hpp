@@ -1,0 +1,23 @@
+// Everything the command line decides, in one place.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace cspd {
+
+struct Config {
+    std::string bind_address = "0.0.0.0";
+    unsigned short port = 8080;          ///< 0: the kernel picks one, logged at start-up
+    std::filesystem::path handlers_dir;  ///< watched for NAME.so
+    std::filesystem::path www_dir;       ///< static files
+    unsigned workers = 0;                ///< event loops; 0 = one per core
+    std::string log_level = "info";
+    std::size_t max_body_bytes = 1024 * 1024;
+    std::size_t max_head_bytes = 8 * 1024;
+    unsigned keepalive_timeout_s = 15;
+    unsigned header_timeout_s = 10;
+    unsigned drain_timeout_s = 10;       ///< graceful stop waits this long for in-flight requests
+};
+
+} // namespace cspd

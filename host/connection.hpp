@@ -1,0 +1,62 @@
+// One client connection: read -> parse -> route -> write, keep-alive and
+// pipelining (responses leave in request order, a whole read's worth in one
+// write), timeouts via the loop's tick.
+//
+// Lifetime: shared_ptr. Every pending async wait holds `self`; the object dies
+// when none does. The loop's intrusive list only points at it.
+#pragma once
+
+#include "http_parser.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cspd {
+
+class EventLoop;
+
+class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink {
+public:
+    Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket);
+    ~Connection();
+
+    void start();
+    /// Loop is draining: close now if idle, else after the response in progress.
+    void on_drain();
+    /// Once a second: enforce timeouts.
+    void on_tick(std::uint32_t now);
+    /// Closes the socket; pending waits complete with operation_aborted.
+    void close();
+
+    Connection* prev = nullptr;  // EventLoop's intrusive list
+    Connection* next = nullptr;
+
+private:
+    enum class State : std::uint8_t { reading, writing, lingering, closed };
+
+    bool on_request(const HttpRequest& request) override;
+    void wait_readable();
+    void on_readable();
+    void on_parse_failure(HttpParser::Status status);
+    void flush();
+    void linger();
+    void on_linger_readable();
+    bool idle() const { return state_ == State::reading && out_.empty() && !parser_.mid_request(); }
+
+    EventLoop& loop_;
+    boost::asio::ip::tcp::socket socket_;
+    HttpParser parser_;
+    std::string out_;           // responses not yet written
+    std::size_t out_sent_ = 0;  // bytes of out_ already written
+    State state_ = State::reading;
+    bool closing_ = false;      // close once out_ is written
+    std::uint32_t last_activity_ = 0;
+    std::uint32_t request_started_ = 0;
+    char address_[46] = {};     // INET6_ADDRSTRLEN
+    unsigned short port_ = 0;
+};
+
+} // namespace cspd

@@ -1,0 +1,124 @@
+#include "event_loop.hpp"
+
+#include "connection.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <sys/socket.h>
+
+namespace cspd {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
+    : index_(index), config_(config), acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
+      router_(handlers_, www, date_) {}
+
+EventLoop::~EventLoop() {
+    // Called after run() has returned. Connections point back at this loop, so close
+    // them and let their aborted waits run (and release them) while it is still whole.
+    for (Connection* c = connections_; c; c = c->next) c->close();
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    tick_timer_.cancel();
+    accept_retry_.cancel();
+    io_.restart();
+    io_.poll();
+}
+
+unsigned short EventLoop::listen(const asio::ip::address& address, unsigned short port) {
+    tcp::endpoint endpoint(address, port);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    int one = 1;
+    // Every loop binds the same port; the kernel spreads new connections across them.
+    if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        throw std::system_error(errno, std::system_category(), "SO_REUSEPORT");
+    acceptor_.bind(endpoint);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+    acceptor_.non_blocking(true);
+    return acceptor_.local_endpoint().port();
+}
+
+void EventLoop::run() {
+    accept();
+    tick();
+    io_.run();
+}
+
+void EventLoop::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
+
+void EventLoop::begin_drain() {
+    post([this] {
+        draining_ = true;
+        boost::system::error_code ec;
+        acceptor_.close(ec);
+        accept_retry_.cancel();
+        // on_drain may close and so unlink the current node: step first.
+        for (Connection* c = connections_; c;) {
+            Connection* next = c->next;
+            c->on_drain();
+            c = next;
+        }
+    });
+}
+
+void EventLoop::stop() { io_.stop(); }
+
+void EventLoop::attach(Connection* c) {
+    c->next = connections_;
+    if (connections_) connections_->prev = c;
+    connections_ = c;
+}
+
+void EventLoop::detach(Connection* c) {
+    if (c->prev) c->prev->next = c->next;
+    else if (connections_ == c) connections_ = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = nullptr;
+}
+
+void EventLoop::accept() {
+    acceptor_.async_accept(io_, [this](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || draining_) return;
+        if (ec) {
+            after_accept_error();
+            if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
+                spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_, ec.message());
+            } else {
+                spdlog::warn("loop {}: accept: {}", index_, ec.message());
+            }
+            return;
+        }
+        std::make_shared<Connection>(*this, std::move(socket))->start();
+        accept();
+    });
+}
+
+void EventLoop::after_accept_error() {
+    // Out of descriptors: retrying at once would spin; wait for some to free up.
+    accept_retry_.expires_after(100ms);
+    accept_retry_.async_wait([this](boost::system::error_code ec) {
+        if (!ec && !draining_) accept();
+    });
+}
+
+void EventLoop::tick() {
+    tick_timer_.expires_after(1s);
+    tick_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        ++now_s_;
+        for (Connection* c = connections_; c;) {
+            Connection* next = c->next;
+            c->on_tick(now_s_);
+            c = next;
+        }
+        // Once draining, the tick is the only work left besides connections: let run() return.
+        if (draining_ && !connections_) return;
+        tick();
+    });
+}
+
+} // namespace cspd

@@ -1,0 +1,78 @@
+// One event loop: an io_context run by one thread, its own SO_REUSEPORT
+// acceptor, its own handler table, router, date cache and connections.
+// Shared nothing with other loops; the only way in from outside is post().
+#pragma once
+
+#include "config.hpp"
+#include "date_cache.hpp"
+#include "handler_table.hpp"
+#include "router.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace cspd {
+
+class Connection;
+class StaticFiles;
+
+class EventLoop {
+public:
+    EventLoop(unsigned index, const Config& config, const StaticFiles& www);
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    /// Opens this loop's acceptor with SO_REUSEPORT; returns the bound port. Throws on failure.
+    unsigned short listen(const boost::asio::ip::address& address, unsigned short port);
+
+    /// Runs until stop(), or until drained. Call from the loop's own thread.
+    void run();
+
+    /// Thread-safe: runs `fn` on this loop's thread.
+    void post(std::function<void()> fn);
+    /// Thread-safe: stop accepting; close idle connections; finish the rest.
+    void begin_drain();
+    /// Thread-safe: stop now, whatever is in flight.
+    void stop();
+
+    // --- for Connection, on the loop thread only ---
+    boost::asio::io_context& io() { return io_; }
+    Router& router() { return router_; }
+    HandlerTable& handlers() { return handlers_; }
+    DateCache& date() { return date_; }
+    std::array<char, 64 * 1024>& read_buffer() { return read_buffer_; }
+    const Config& config() const { return config_; }
+    bool draining() const { return draining_; }
+    /// Seconds since the loop started, advanced by the once-a-second tick.
+    std::uint32_t now() const { return now_s_; }
+    void attach(Connection* c);
+    void detach(Connection* c);
+
+private:
+    void accept();
+    void tick();
+    void after_accept_error();
+
+    unsigned index_;
+    const Config& config_;
+    boost::asio::io_context io_{1};  // concurrency hint 1: one thread, no locking inside Asio
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer tick_timer_;
+    boost::asio::steady_timer accept_retry_;
+    HandlerTable handlers_;
+    DateCache date_;
+    Router router_;
+    std::array<char, 64 * 1024> read_buffer_;  // shared by this loop's connections: parsing copies what it keeps
+    Connection* connections_ = nullptr;       // intrusive list of live connections
+    std::uint32_t now_s_ = 0;
+    bool draining_ = false;
+};
+
+} // namespace cspd

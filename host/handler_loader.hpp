@@ -1,0 +1,43 @@
+// Turns a handler file into a HandlerVersion: read it whole, check it is a
+// complete ELF image, load a private copy (never the user's file: overwriting a
+// mapped library crashes the process, and dlopen returns its cached handle for
+// a path or inode it already has), check the ABI, run init.
+#pragma once
+
+#include "handler_version.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace cspd {
+
+struct LoadResult {
+    std::shared_ptr<HandlerVersion> version;  ///< set on success
+    std::string error;                        ///< why not, on failure
+    bool retry = false;                       ///< the file changed while being read: try again shortly
+    bool incomplete = false;                  ///< looks cut short: maybe still being written
+};
+
+class HandlerLoader {
+public:
+    /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
+    explicit HandlerLoader(const std::filesystem::path& scratch_parent);
+    ~HandlerLoader();
+    HandlerLoader(const HandlerLoader&) = delete;
+    HandlerLoader& operator=(const HandlerLoader&) = delete;
+
+    /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
+    LoadResult load(const std::string& name, const std::filesystem::path& file);
+
+    /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
+    static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
+
+    const std::filesystem::path& scratch_dir() const { return scratch_dir_; }
+
+private:
+    std::filesystem::path scratch_dir_;
+    std::uint64_t next_sequence_ = 1;
+};
+
+} // namespace cspd

@@ -1,0 +1,186 @@
+#include "handler_watcher.hpp"
+
+#include "handler_loader.hpp"
+#include "handler_registry.hpp"
+#include "uri.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+
+namespace cspd {
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+// Events for one name are gathered this long before acting: one load per burst.
+constexpr auto kSettle = 10ms;
+// A file that changed while being read, or looks cut short, is looked at again after this...
+constexpr auto kRetry = 50ms;
+// ...this many times before a short file is refused: a slow writer may still be at work.
+constexpr int kMaxIncompleteRetries = 20;
+} // namespace
+
+struct HandlerWatcher::Impl {
+    Impl(asio::io_context& io_context, std::filesystem::path watched, HandlerLoader& handler_loader,
+         HandlerRegistry& handler_registry)
+        : io(io_context), folder(std::move(watched)), loader(handler_loader), registry(handler_registry),
+          inotify(io_context) {}
+
+    asio::io_context& io;
+    std::filesystem::path folder;
+    HandlerLoader& loader;
+    HandlerRegistry& registry;
+    asio::posix::stream_descriptor inotify;
+    std::map<std::string, std::unique_ptr<asio::steady_timer>> pending;
+    // The file each live or refused name was last looked at in, so repeated events for an unchanged file do nothing.
+    std::map<std::string, HandlerFileIdentity> seen;
+    std::map<std::string, int> incomplete_retries;
+    alignas(inotify_event) char buffer[64 * 1024];
+    bool stopped = false;
+
+    void start() {
+        int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0) throw std::system_error(errno, std::system_category(), "inotify_init1");
+        inotify.assign(fd);
+        const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE |
+                              IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+        if (::inotify_add_watch(fd, folder.c_str(), mask) < 0)
+            throw std::system_error(errno, std::system_category(), "cannot watch " + folder.string());
+        read_events();
+        rescan();
+    }
+
+    void stop() {
+        stopped = true;
+        boost::system::error_code ignored;
+        inotify.close(ignored);
+        pending.clear();
+    }
+
+    void rescan() {
+        std::set<std::string> names;
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+            std::string name = handler_name(entry.path().filename().string());
+            if (!name.empty()) names.insert(name);
+        }
+        if (ec) spdlog::error("cannot list handlers folder {}: {}", folder.string(), ec.message());
+        for (const auto& name : registry.names()) names.insert(name);
+        for (const auto& name : names) sync(name);
+    }
+
+    void read_events() {
+        inotify.async_read_some(asio::buffer(buffer), [this](boost::system::error_code ec, std::size_t n) {
+            if (ec == asio::error::operation_aborted || stopped) return;
+            if (ec) {
+                spdlog::error("inotify read failed: {}; handler changes are no longer seen", ec.message());
+                return;
+            }
+            for (std::size_t at = 0; at + sizeof(inotify_event) <= n;) {
+                const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+                on_event(*event);
+                at += sizeof(inotify_event) + event->len;
+            }
+            read_events();
+        });
+    }
+
+    void on_event(const inotify_event& event) {
+        if (event.mask & IN_Q_OVERFLOW) {
+            spdlog::warn("inotify queue overflowed; re-reading the handlers folder");
+            rescan();
+            return;
+        }
+        if (event.mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
+            spdlog::error("handlers folder {} was removed or moved; loaded handlers keep serving, "
+                          "but changes are no longer seen",
+                          folder.string());
+            return;
+        }
+        if (event.len == 0) return;
+        std::string name = handler_name(event.name);
+        if (name.empty()) return;
+        // IN_CREATE alone is a file still being written, unless it is a link that arrives whole.
+        if ((event.mask & IN_CREATE) && !(event.mask & IN_ISDIR)) {
+            struct stat st;
+            if (::lstat((folder / event.name).c_str(), &st) != 0) return;
+            if (!S_ISLNK(st.st_mode) && st.st_nlink < 2) return;  // a hard link also arrives whole
+        }
+        schedule(name, kSettle);
+    }
+
+    void schedule(const std::string& name, std::chrono::milliseconds delay) {
+        auto& timer = pending[name];
+        if (!timer) timer = std::make_unique<asio::steady_timer>(io);
+        timer->expires_after(delay);
+        timer->async_wait([this, name](boost::system::error_code ec) {
+            if (ec || stopped) return;
+            pending.erase(name);
+            sync(name);
+        });
+    }
+
+    /// Brings `name` in the registry in line with the file on disk.
+    void sync(const std::string& name) {
+        const std::filesystem::path file = folder / (name + ".so");
+        HandlerFileIdentity on_disk;
+        if (!HandlerLoader::identify(file, on_disk)) {
+            seen.erase(name);
+            if (registry.current(name)) {
+                spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
+                registry.remove(name);
+            }
+            return;
+        }
+        if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
+
+        LoadResult result = loader.load(name, file);
+        if (result.retry || (result.incomplete && ++incomplete_retries[name] <= kMaxIncompleteRetries)) {
+            spdlog::debug("handler {}: {}; looking again shortly", name, result.error);
+            schedule(name, kRetry);
+            return;
+        }
+        incomplete_retries.erase(name);
+        if (!result.version) {
+            seen[name] = on_disk;
+            auto live = registry.current(name);
+            if (live)
+                spdlog::error("handler {}: refused {}: {}; {} keeps serving", name, file.string(), result.error,
+                              live->describe());
+            else
+                spdlog::error("handler {}: refused {}: {}", name, file.string(), result.error);
+            return;
+        }
+        seen[name] = result.version->file();
+        auto previous = registry.current(name);
+        spdlog::info("handler {}: {} {}", name, previous ? "reloaded as" : "loaded", result.version->describe());
+        registry.install(std::move(result.version));
+    }
+};
+
+HandlerWatcher::HandlerWatcher(asio::io_context& io, std::filesystem::path folder, HandlerLoader& loader,
+                               HandlerRegistry& registry)
+    : impl_(std::make_unique<Impl>(io, std::move(folder), loader, registry)) {}
+
+HandlerWatcher::~HandlerWatcher() = default;
+
+void HandlerWatcher::start() { impl_->start(); }
+void HandlerWatcher::rescan() { impl_->rescan(); }
+void HandlerWatcher::stop() { impl_->stop(); }
+
+std::string HandlerWatcher::handler_name(const std::string& file_name) {
+    constexpr std::string_view suffix = ".so";
+    if (file_name.size() <= suffix.size() || !file_name.ends_with(suffix)) return {};
+    std::string name = file_name.substr(0, file_name.size() - suffix.size());
+    return is_valid_handler_name(name) ? name : std::string{};
+}
+
+} // namespace cspd

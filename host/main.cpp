@@ -1,0 +1,58 @@
+// cspd: command line -> Config -> Server. Nothing else lives here.
+#include "config.hpp"
+#include "server.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#ifndef CSPD_VERSION
+#define CSPD_VERSION "0.0.0"
+#endif
+#ifndef CSPD_DEFAULT_HANDLERS_DIR
+#define CSPD_DEFAULT_HANDLERS_DIR "handlers"
+#endif
+#ifndef CSPD_DEFAULT_WWW_DIR
+#define CSPD_DEFAULT_WWW_DIR "www"
+#endif
+
+int main(int argc, char** argv) {
+    cspd::Config config;
+    std::string handlers_dir = CSPD_DEFAULT_HANDLERS_DIR;
+    std::string www_dir = CSPD_DEFAULT_WWW_DIR;
+
+    CLI::App app{"cspd: serves C/C++ shared-object handlers at /csp/NAME, reloading them as files change"};
+    app.set_version_flag("--version", std::string("cspd ") + CSPD_VERSION);
+    app.add_option("--port", config.port, "TCP port (0: any free port, logged)")->capture_default_str();
+    app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")->capture_default_str();
+    app.add_option("--handlers", handlers_dir, "folder watched for NAME.so handlers")->capture_default_str();
+    app.add_option("--www", www_dir, "folder of static files")->capture_default_str();
+    app.add_option("--workers", config.workers, "event loops (0: one per core)")->capture_default_str();
+    app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
+        ->capture_default_str();
+    app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
+        ->capture_default_str();
+    app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
+        ->capture_default_str();
+    app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    config.handlers_dir = handlers_dir;
+    config.www_dir = www_dir;
+    spdlog::set_default_logger(spdlog::stderr_color_mt("cspd"));  // stdout stays free
+    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
+
+    try {
+        return cspd::Server(std::move(config)).run();
+    } catch (const std::exception& e) {
+        spdlog::critical("cannot start: {}", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,43 @@
+// Decides what answers a request -- a /csp/ handler or a static file -- and
+// appends the response to the connection's output. One Router per event loop;
+// its scratch objects are reused by every request on that loop.
+#pragma once
+
+#include "date_cache.hpp"
+#include "handler_table.hpp"
+#include "http_request.hpp"
+#include "sdk_bridge.hpp"
+#include "static_files.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace cspd {
+
+struct ClientInfo {
+    std::string_view address;  ///< "127.0.0.1"
+    unsigned short port = 0;
+};
+
+class Router {
+public:
+    Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date);
+
+    /// Appends the complete response to `request` to `out`.
+    void respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out);
+
+private:
+    struct Context;
+    void run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
+    void serve_static(const Context& ctx, std::string& out);
+    void error(const Context& ctx, int status, std::string& out);
+
+    const HandlerTable& handlers_;
+    const StaticFiles& www_;
+    DateCache& date_;
+    std::string decoded_path_;
+    HandlerRequestView view_;
+    HandlerReply reply_;
+};
+
+} // namespace cspd

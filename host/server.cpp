@@ -1,0 +1,95 @@
+#include "server.hpp"
+
+#include "event_loop.hpp"
+#include "handler_loader.hpp"
+#include "handler_registry.hpp"
+#include "handler_watcher.hpp"
+#include "static_files.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace cspd {
+namespace asio = boost::asio;
+
+namespace {
+std::filesystem::path scratch_parent() {
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+} // namespace
+
+Server::Server(Config config) : config_(std::move(config)) {
+    if (config_.workers == 0) config_.workers = std::max(1u, std::thread::hardware_concurrency());
+}
+
+int Server::run() {
+    if (!std::filesystem::is_directory(config_.handlers_dir))
+        throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    StaticFiles www(config_.www_dir);
+    const asio::ip::address address = asio::ip::make_address(config_.bind_address);
+
+    std::vector<std::unique_ptr<EventLoop>> loops;
+    unsigned short port = config_.port;
+    for (unsigned i = 0; i < config_.workers; ++i) {
+        loops.push_back(std::make_unique<EventLoop>(i, config_, www));
+        // With --port 0 the first loop learns the port; the others join it.
+        port = loops.back()->listen(address, port);
+    }
+
+    asio::io_context control;
+    HandlerLoader loader(scratch_parent());
+    HandlerRegistry registry;
+    for (auto& loop : loops) {
+        EventLoop* target = loop.get();
+        registry.subscribe([target](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
+            target->post([target, name, version = std::move(version)]() mutable {
+                target->handlers().set(name, std::move(version));
+            });
+        });
+    }
+    HandlerWatcher watcher(control, config_.handlers_dir, loader, registry);
+    watcher.start();
+
+    std::vector<std::thread> threads;
+    for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
+    spdlog::info("cspd listening on {}:{} with {} event loop(s); handlers from {}, static files from {}",
+                 config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
+
+    asio::signal_set signals(control, SIGINT, SIGTERM);
+    asio::steady_timer drain_deadline(control);
+    bool stopping = false;
+    signals.async_wait([&](boost::system::error_code ec, int signal) {
+        if (ec) return;
+        stopping = true;
+        spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
+        watcher.stop();
+        for (auto& loop : loops) loop->begin_drain();
+        drain_deadline.expires_after(std::chrono::seconds(config_.drain_timeout_s));
+        drain_deadline.async_wait([&](boost::system::error_code timer_ec) {
+            if (timer_ec) return;
+            spdlog::warn("drain timeout: closing the remaining connections");
+            for (auto& loop : loops) loop->stop();
+        });
+    });
+    // The watcher's events and the signal share this thread.
+    while (!stopping && control.run_one() > 0) {
+    }
+    std::thread deadline_thread([&control] { control.run(); });
+    for (auto& thread : threads) thread.join();
+    control.stop();
+    deadline_thread.join();
+
+    registry.clear();
+    loops.clear();  // drops the last references: cleanup hooks run, libraries unload
+    spdlog::info("cspd stopped");
+    return 0;
+}
+
+} // namespace cspd

@@ -1,0 +1,63 @@
+#include "uri.hpp"
+
+namespace cspd {
+namespace {
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+} // namespace
+
+SplitTarget split_target(std::string_view target) {
+    auto q = target.find('?');
+    if (q == std::string_view::npos) return {target, {}};
+    return {target.substr(0, q), target.substr(q + 1)};
+}
+
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
+    out.reserve(out.size() + in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= in.size()) return false;
+            int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+            if (hi < 0 || lo < 0) return false;
+            char decoded = static_cast<char>(hi * 16 + lo);
+            if (decoded == '\0') return false;
+            out.push_back(decoded);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out.push_back(' ');
+        } else {
+            out.push_back(c);
+        }
+    }
+    return true;
+}
+
+bool is_valid_handler_name(std::string_view name) {
+    if (name.empty() || name.size() > 255) return false;
+    for (char c : name) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool has_unsafe_segment(std::string_view path) {
+    if (path.find('\\') != std::string_view::npos) return true;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string_view::npos) end = path.size();
+        std::string_view seg = path.substr(start, end - start);
+        if (seg == ".." || seg == ".") return true;
+        start = end + 1;
+    }
+    return false;
+}
+
+} // namespace cspd

@@ -1,0 +1,26 @@
+// Request-target helpers: split, percent-decode, validate handler names.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace cspd {
+
+struct SplitTarget {
+    std::string_view path;   ///< raw, still percent-encoded
+    std::string_view query;  ///< after '?', without it; empty if none
+};
+
+SplitTarget split_target(std::string_view target);
+
+/// Appends the decoding of `in` to `out`. With plus_is_space, '+' becomes ' '
+/// (form encoding, for query strings). False on a malformed escape or an encoded NUL.
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
+
+/// Handler names are [A-Za-z0-9_-]+: nothing else reaches the handler table.
+bool is_valid_handler_name(std::string_view name);
+
+/// True if any '/'-separated segment is "..", "." or contains a backslash.
+bool has_unsafe_segment(std::string_view decoded_path);
+
+} // namespace cspd
