@@ -56,6 +56,7 @@ void EventLoop::begin_drain() {
         boost::system::error_code ec;
         acceptor_.close(ec);
         accept_retry_.cancel();
+        if (!connections_) tick_timer_.cancel();
         // on_drain may close and so unlink the current node: step first.
         for (Connection* c = connections_; c;) {
             Connection* next = c->next;
@@ -78,6 +79,7 @@ void EventLoop::detach(Connection* c) {
     else if (connections_ == c) connections_ = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = nullptr;
+    if (draining_ && !connections_) tick_timer_.cancel();  // nothing left: let run() return now
 }
 
 void EventLoop::accept() {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 
 #include <cerrno>
 #include <cstring>
@@ -115,7 +116,9 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
     if (std::string why = check_elf_image(image); !why.empty()) {
         result.error = why;
-        result.incomplete = why.starts_with("truncated") || image.size() < 64;  // 64: an ELF header
+        // Too short to tell, or an ELF cut short: a writer may still be at work.
+        const bool elf_magic = image.size() >= SELFMAG && std::memcmp(image.data(), ELFMAG, SELFMAG) == 0;
+        result.incomplete = image.size() < SELFMAG || (elf_magic && (why.starts_with("truncated") || why.find("too short") != std::string::npos));
         return result;
     }
     HandlerFileIdentity identity = identity_of(before);

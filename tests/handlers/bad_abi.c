@@ -1,0 +1,11 @@
+/* Claims an SDK ABI version this host does not speak: must be refused. */
+#include <csp/csp.h>
+
+static int handle(const csp_request *req, csp_reply *reply) {
+    (void)req;
+    csp_reply_puts(reply, "should never be served");
+    return 200;
+}
+
+CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {
+    CSP_ABI_VERSION + 41, sizeof(csp_handler_descriptor), handle, NULL, NULL};

@@ -1,0 +1,119 @@
+// Start-up, command line and graceful stop of the real binary.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+std::string run_and_capture(const std::string& args, int& exit_code) {
+    std::string command = std::string(CSPD_BINARY) + " " + args + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    std::string out;
+    char chunk[4096];
+    while (std::size_t n = std::fread(chunk, 1, sizeof chunk, pipe)) out.append(chunk, n);
+    int status = ::pclose(pipe);
+    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
+
+TEST(Lifecycle, PrintsHelpAndVersion) {
+    int code = -1;
+    std::string help = run_and_capture("--help", code);
+    EXPECT_EQ(code, 0);
+    for (const char* flag : {"--port", "--bind", "--handlers", "--www", "--workers", "--log-level"})
+        EXPECT_NE(help.find(flag), std::string::npos) << flag;
+    std::string version = run_and_capture("--version", code);
+    EXPECT_EQ(code, 0);
+    EXPECT_EQ(version.rfind("cspd ", 0), 0u) << version;
+}
+
+TEST(Lifecycle, RefusesBadArgumentsClearly) {
+    int code = 0;
+    std::string out = run_and_capture("--log-level loud", code);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(out.find("--log-level"), std::string::npos) << out;
+    out = run_and_capture("--port 0 --handlers /nonexistent/folder", code);
+    EXPECT_EQ(code, 1);
+    EXPECT_NE(out.find("/nonexistent/folder"), std::string::npos) << out;
+}
+
+TEST(Lifecycle, SaysWhyWhenThePortIsTaken) {
+    // A plain listener (no SO_REUSEPORT) holds the port: cspd cannot share it and must say so.
+    int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(holder, 1), 0);
+    socklen_t length = sizeof addr;
+    ::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &length);
+    TempDir dir;
+    int code = 0;
+    std::string out = run_and_capture("--bind 127.0.0.1 --port " + std::to_string(ntohs(addr.sin_port)) +
+                                          " --handlers " + dir.path().string() + " --www " + dir.path().string(),
+                                      code);
+    ::close(holder);
+    EXPECT_EQ(code, 1);
+    EXPECT_NE(out.find("cannot start"), std::string::npos) << out;
+    EXPECT_NE(out.find("in use"), std::string::npos) << out;
+}
+
+TEST(Lifecycle, StopsOnSigtermWithExitCodeZero) {
+    TestServer server;
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Lifecycle, FinishesInFlightRequestsWhenStopping) {
+    TestServer server;
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    // A request whose head is half sent when SIGTERM arrives is still answered.
+    HttpClient client(server.port());
+    client.send("GET /csp/hello HTTP/1.1\r\nHost: h\r\n");
+    std::this_thread::sleep_for(50ms);
+    ::kill(server.pid(), SIGTERM);
+    std::this_thread::sleep_for(100ms);
+    client.send("\r\n");
+    auto r = client.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("connection"), "close");
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Lifecycle, ClosesIdleKeepAliveConnectionsWhenStopping) {
+    TestServer server;
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    HttpClient idle(server.port());
+    ASSERT_TRUE(idle.get("/csp/hello"));
+    auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(server.stop(), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);  // not held up by the idle client
+    EXPECT_TRUE(idle.closed_by_peer());
+}
+
+TEST(Lifecycle, ClosesIdleConnectionsAfterTheKeepAliveTimeout) {
+    TestServer server({"--keepalive-timeout", "1"});
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    HttpClient idle(server.port(), 5s);
+    ASSERT_TRUE(idle.get("/csp/hello"));
+    EXPECT_TRUE(idle.closed_by_peer());
+}
+
+} // namespace
+} // namespace cspd::test

@@ -1,0 +1,49 @@
+// A deliberately plain HTTP/1.1 client over a blocking socket, for black-box
+// tests: it sends exactly the bytes it is given and parses what comes back.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace cspd::test {
+
+struct HttpResponse {
+    int status = 0;
+    std::string status_line;
+    std::multimap<std::string, std::string> headers;  ///< names lower-cased
+    std::string body;
+    std::string raw;  ///< every byte received for this response
+
+    std::string header(const std::string& lower_name) const;
+    bool has_header(const std::string& lower_name) const { return headers.count(lower_name) != 0; }
+};
+
+class HttpClient {
+public:
+    /// Connects to 127.0.0.1:port; throws on failure.
+    explicit HttpClient(unsigned short port, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    void send(const std::string& bytes);
+    /// Reads one response; `head_request` means no body follows whatever Content-Length says.
+    /// nullopt if the connection closed or timed out before a whole response arrived.
+    std::optional<HttpResponse> read_response(bool head_request = false);
+    /// GET `target` with Host and keep-alive; the response, or nullopt.
+    std::optional<HttpResponse> get(const std::string& target);
+    /// True if the server closed the connection (EOF) within the timeout.
+    bool closed_by_peer();
+
+private:
+    bool fill();  // reads more into buffer_; false on EOF, error or timeout
+    int fd_ = -1;
+    std::string buffer_;
+};
+
+/// One request on a new connection, closed afterwards.
+std::optional<HttpResponse> fetch(unsigned short port, const std::string& target);
+
+} // namespace cspd::test
