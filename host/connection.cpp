@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
+#include <sys/sendfile.h>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -52,6 +52,13 @@ void Connection::wait_readable() {
     });
 }
 
+void Connection::wait_writable() {
+    state_ = State::writing;
+    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->flush();
+    });
+}
+
 void Connection::on_readable() {
     auto& buffer = loop_.read_buffer();
     for (;;) {
@@ -71,7 +78,7 @@ void Connection::on_readable() {
             break;
         }
         if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now();
-        if (closing_ || out_.size() >= kOutputHighWater || n < buffer.size()) break;
+        if (closing_ || pending_output() >= kOutputHighWater || n < buffer.size()) break;
     }
     flush();
 }
@@ -79,9 +86,55 @@ void Connection::on_readable() {
 bool Connection::on_request(const HttpRequest& request) {
     request_started_ = loop_.now();
     const bool keep_alive = request.keep_alive && !loop_.draining();
-    loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out_);
+    StaticFiles::File body_file;
+    loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out_, body_file);
+    if (body_file.fd >= 0) {
+        // The head in out_ goes first, then the file; later responses queue behind them.
+        queued_bytes_ += out_.size() + body_file.size;
+        queued_.push_back({std::move(out_), {}, 0});
+        queued_.push_back({{}, std::move(body_file), 0});
+        out_.clear();
+    }
     if (!keep_alive) closing_ = true;
     return keep_alive;
+}
+
+void Connection::on_continue_expected() { out_.append("HTTP/1.1 100 Continue\r\n\r\n"); }
+
+bool Connection::write_queued(bool& would_block) {
+    would_block = false;
+    while (!queued_.empty()) {
+        QueuedOutput& q = queued_.front();
+        const std::size_t total = q.file.fd >= 0 ? q.file.size : q.bytes.size();
+        while (q.sent < total) {
+            ssize_t n;
+            if (q.file.fd >= 0) {
+                off_t offset = static_cast<off_t>(q.sent);
+                n = ::sendfile(socket_.native_handle(), q.file.fd, &offset, total - q.sent);
+                if (n == 0) {  // the file shrank under us: the promised length cannot be kept
+                    spdlog::warn("client {}:{}: static file shrank while being sent; closing", address_, port_);
+                    close();
+                    return false;
+                }
+            } else {
+                n = ::send(socket_.native_handle(), q.bytes.data() + q.sent, total - q.sent, MSG_NOSIGNAL);
+            }
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    would_block = true;
+                    return true;
+                }
+                close();
+                return false;
+            }
+            q.sent += static_cast<std::size_t>(n);
+            queued_bytes_ -= static_cast<std::size_t>(n);
+            last_activity_ = loop_.now();
+        }
+        queued_.pop_front();
+    }
+    return true;
 }
 
 void Connection::on_parse_failure(HttpParser::Status status) {
@@ -102,14 +155,16 @@ void Connection::on_parse_failure(HttpParser::Status status) {
 }
 
 void Connection::flush() {
+    bool would_block = false;
+    if (!queued_.empty() && (!write_queued(would_block) || would_block)) {
+        if (would_block) wait_writable();
+        return;
+    }
     while (out_sent_ < out_.size()) {
         boost::system::error_code ec;
         std::size_t n = socket_.write_some(asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
         if (ec == asio::error::would_block) {
-            state_ = State::writing;
-            socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code wait_ec) {
-                if (!wait_ec) self->flush();
-            });
+            wait_writable();
             return;
         }
         if (ec) {

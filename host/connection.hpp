@@ -7,10 +7,12 @@
 #pragma once
 
 #include "http_parser.hpp"
+#include "static_files.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -37,18 +39,32 @@ public:
 private:
     enum class State : std::uint8_t { reading, writing, lingering, closed };
 
+    /// Output that must leave before out_: a large file body, and the bytes queued ahead of it.
+    struct QueuedOutput {
+        std::string bytes;
+        StaticFiles::File file;
+        std::size_t sent = 0;
+    };
+
     bool on_request(const HttpRequest& request) override;
+    void on_continue_expected() override;
+    /// Writes what it can without blocking; false if the connection failed and was closed.
+    bool write_queued(bool& would_block);
+    std::size_t pending_output() const { return queued_bytes_ + out_.size(); }
     void wait_readable();
+    void wait_writable();
     void on_readable();
     void on_parse_failure(HttpParser::Status status);
     void flush();
     void linger();
     void on_linger_readable();
-    bool idle() const { return state_ == State::reading && out_.empty() && !parser_.mid_request(); }
+    bool idle() const { return state_ == State::reading && pending_output() == 0 && !parser_.mid_request(); }
 
     EventLoop& loop_;
     boost::asio::ip::tcp::socket socket_;
     HttpParser parser_;
+    std::deque<QueuedOutput> queued_;  // rare: only with streamed files
+    std::size_t queued_bytes_ = 0;
     std::string out_;           // responses not yet written
     std::size_t out_sent_ = 0;  // bytes of out_ already written
     State state_ = State::reading;

@@ -120,6 +120,18 @@ int HttpParser::on_headers_complete(llhttp_t* p) {
         s.status_ = Status::body_too_large;  // refuse before reading any of it
         return -1;
     }
+    // RFC 9110 §10.1.1: an HTTP/1.1 client waiting to send a body gets a 100 first.
+    const bool body_follows = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+    if (body_follows && p->http_major == 1 && p->http_minor >= 1) {
+        for (const HeaderSpan& h : s.header_spans_) {
+            std::string_view name = std::string_view(s.head_).substr(h.name.offset, h.name.size);
+            std::string_view value = std::string_view(s.head_).substr(h.value.offset, h.value.size);
+            if (iequals(name, "expect") && iequals(value, "100-continue")) {
+                s.sink_->on_continue_expected();
+                break;
+            }
+        }
+    }
     return 0;
 }
 

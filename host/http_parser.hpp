@@ -17,6 +17,8 @@ class RequestSink {
 public:
     /// Return false to stop parsing (the connection will close after this request).
     virtual bool on_request(const HttpRequest& request) = 0;
+    /// The client sent "Expect: 100-continue" and waits for a go-ahead before its body.
+    virtual void on_continue_expected() {}
 protected:
     ~RequestSink() = default;
 };

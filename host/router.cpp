@@ -21,7 +21,8 @@ struct Router::Context {
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date)
     : handlers_(handlers), www_(www), date_(date) {}
 
-void Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out) {
+void Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+                     StaticFiles::File& body_file) {
     const bool http10 = request.http_major == 1 && request.http_minor == 0;
     SplitTarget target = split_target(request.target);
     decoded_path_.clear();
@@ -43,7 +44,7 @@ void Router::respond(const HttpRequest& request, const ClientInfo& client, bool 
         run_handler(*handler, ctx, target.query, out);
         return;
     }
-    serve_static(ctx, out);
+    serve_static(ctx, out, body_file);
 }
 
 void Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query,
@@ -79,7 +80,7 @@ void Router::run_handler(const HandlerVersion& handler, const Context& ctx, std:
     append_response(out, head, reply_.body());
 }
 
-void Router::serve_static(const Context& ctx, std::string& out) {
+void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file) {
     if (ctx.request.method != "GET" && !ctx.request.head) {
         ResponseHead head;
         head.status = 405;
@@ -130,6 +131,10 @@ void Router::serve_static(const Context& ctx, std::string& out) {
     const std::size_t before = out.size();
     append_head(out, head, file.size);
     if (ctx.request.head) return;
+    if (file.size >= kStreamFileBytes) {
+        body_file = std::move(file);
+        return;
+    }
     if (!StaticFiles::read_into(file, out)) {
         out.resize(before);
         spdlog::error("static file {}: read failed", ctx.path);

@@ -23,13 +23,18 @@ class Router {
 public:
     Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date);
 
-    /// Appends the complete response to `request` to `out`.
-    void respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out);
+    /// Files at least this large are not copied into `out`: their body is sent from the file.
+    static constexpr std::size_t kStreamFileBytes = 256 * 1024;
+
+    /// Appends the response to `request` to `out`. For a large static file only the head goes
+    /// into `out` and `body_file` is opened: its bytes follow the head on the wire.
+    void respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+                 StaticFiles::File& body_file);
 
 private:
     struct Context;
     void run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
-    void serve_static(const Context& ctx, std::string& out);
+    void serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file);
     void error(const Context& ctx, int status, std::string& out);
 
     const HandlerTable& handlers_;

@@ -42,11 +42,10 @@ StaticFiles::~StaticFiles() {
 }
 
 StaticFiles::Outcome StaticFiles::open(std::string_view decoded_path, File& file) const {
-    std::string relative(decoded_path.substr(decoded_path.find_first_not_of('/') == std::string_view::npos
-                                                 ? decoded_path.size()
-                                                 : decoded_path.find_first_not_of('/')));
+    const std::size_t first = decoded_path.find_first_not_of('/');
+    std::string relative(first == std::string_view::npos ? std::string_view{} : decoded_path.substr(first));
     const bool wants_folder = relative.empty() || relative.back() == '/';
-    if (relative.empty()) relative = ".";
+    if (relative.empty()) relative.push_back('.');  // the root itself
 
     int fd = open_beneath(root_fd_, relative);
     if (fd < 0) return errno == EACCES ? Outcome::forbidden : Outcome::not_found;
@@ -58,7 +57,8 @@ StaticFiles::Outcome StaticFiles::open(std::string_view decoded_path, File& file
     if (S_ISDIR(st.st_mode)) {
         ::close(fd);
         if (!wants_folder) return Outcome::redirect_to_slash;
-        relative += relative.back() == '/' ? "index.html" : "/index.html";
+        if (relative.back() != '/') relative.push_back('/');
+        relative.append("index.html");
         fd = open_beneath(root_fd_, relative);
         if (fd < 0) return errno == EACCES ? Outcome::forbidden : Outcome::not_found;
         if (::fstat(fd, &st) != 0) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cspd {
 
@@ -24,7 +25,12 @@ public:
         std::string_view content_type;
         File() = default;
         File(File&& o) noexcept : fd(o.fd), size(o.size), content_type(o.content_type) { o.fd = -1; }
-        File& operator=(File&&) = delete;
+        File& operator=(File&& o) noexcept {
+            std::swap(fd, o.fd);
+            size = o.size;
+            content_type = o.content_type;
+            return *this;
+        }
         ~File();
     };
 

@@ -180,6 +180,38 @@ TEST_F(ServingTest, ServesStaticFiles) {
     EXPECT_EQ(r->body, "<p>static</p>");
 }
 
+TEST_F(ServingTest, StreamsALargeStaticFileInOrderWithPipelinedRequests) {
+    std::string big(3 * 1024 * 1024 + 17, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 % 251);
+    std::ofstream(server.www() / "big.bin", std::ios::binary) << big;
+    HttpClient client(server.port());
+    client.send("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\nGET /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n"
+                "HEAD /big.bin HTTP/1.1\r\nHost: h\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto file = client.read_response();
+    auto hello = client.read_response();
+    auto head = client.read_response(true);
+    auto again = client.read_response();
+    ASSERT_TRUE(file && hello && head && again);
+    EXPECT_EQ(file->header("content-type"), "application/octet-stream");
+    EXPECT_TRUE(file->body == big);
+    EXPECT_EQ(hello->body, "<h1>HELLO WORLD</h1>");
+    EXPECT_EQ(head->header("content-length"), std::to_string(big.size()));
+    EXPECT_TRUE(again->body == big);
+}
+
+TEST_F(ServingTest, SaysContinueToAClientThatExpectsIt) {
+    HttpClient client(server.port());
+    client.send("POST /csp/echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    auto interim = client.read_response(true);
+    ASSERT_TRUE(interim);
+    EXPECT_EQ(interim->status, 100);
+    client.send("data");
+    auto r = client.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->body.find("body=data"), std::string::npos);
+}
+
 TEST_F(ServingTest, SeesTheClientAddress) {
     auto r = fetch(server.port(), "/csp/echo");
     ASSERT_TRUE(r);

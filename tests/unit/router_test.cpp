@@ -41,7 +41,9 @@ protected:
         request.head = method == "HEAD";
         request.headers = {{"Host", "h"}, {"X-Test", "present"}};
         std::string out;
-        router.respond(request, ClientInfo{"10.1.2.3", 4000}, true, out);
+        StaticFiles::File file;
+        router.respond(request, ClientInfo{"10.1.2.3", 4000}, true, out, file);
+        if (file.fd >= 0) EXPECT_TRUE(StaticFiles::read_into(file, out));
         Answer a;
         a.status = std::stoi(out.substr(9, 3));
         auto end = out.find("\r\n\r\n");
@@ -102,6 +104,20 @@ TEST_F(RouterTest, ServesStaticFilesWithTheirType) {
     EXPECT_NE(css.head.find("Content-Type: text/css"), std::string::npos);
     EXPECT_EQ(ask("GET", "/docs/").body, "<p>docs</p>");
     EXPECT_EQ(ask("GET", "/alias.css").body, "body{}");  // a link that stays inside is fine
+}
+
+TEST_F(RouterTest, HandsLargeFilesOverForStreaming) {
+    std::string big(Router::kStreamFileBytes + 1, 'x');
+    std::ofstream(www_dir / "big.bin") << big;
+    HttpRequest request;
+    request.method = "GET";
+    request.target = "/big.bin";
+    std::string out;
+    StaticFiles::File file;
+    router.respond(request, ClientInfo{"10.1.2.3", 4000}, true, out, file);
+    EXPECT_TRUE(out.ends_with("Content-Length: " + std::to_string(big.size()) + "\r\n\r\n")) << out;
+    ASSERT_GE(file.fd, 0);
+    EXPECT_EQ(file.size, big.size());
 }
 
 TEST_F(RouterTest, HeadGivesTheLengthWithoutTheBody) {
