@@ -6,84 +6,118 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 namespace cspd {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-// Stop reading new requests once this much output waits: a client that pipelines
-// without reading cannot make us buffer without bound.
+// Parsing pauses once this much output waits, and resumes when it is written:
+// a client that pipelines without reading cannot make us buffer without bound.
 constexpr std::size_t kOutputHighWater = 256 * 1024;
 // Output buffers above this are released after being written, so idle connections stay small.
 constexpr std::size_t kKeepOutputCapacity = 64 * 1024;
 // A client that stops reading our response is dropped after this.
 constexpr std::uint32_t kWriteTimeoutS = 30;
-// After a final response, unread input is drained this long before closing, so the
+// After an error response, unread input is drained this long before closing, so the
 // kernel does not answer it with a reset that could destroy the response in flight.
 constexpr std::uint32_t kLingerS = 2;
 } // namespace
 
-Connection::Connection(EventLoop& loop, tcp::socket socket)
+Connection::Connection(EventLoop& loop, tcp::socket socket, const tcp::endpoint& peer)
     : loop_(loop), socket_(std::move(socket)),
       parser_(ParseLimits{loop.config().max_head_bytes, loop.config().max_body_bytes}) {
     loop_.attach(this);
+    std::string text = peer.address().to_string();
+    text.copy(address_, sizeof address_ - 1);
+    port_ = peer.port();
 }
 
-Connection::~Connection() { loop_.detach(this); }
+Connection::~Connection() {
+    release_buffer();
+    loop_.detach(this);
+}
 
 void Connection::start() {
-    boost::system::error_code ec;
-    socket_.non_blocking(true, ec);
-    socket_.set_option(tcp::no_delay(true), ec);
-    auto remote = socket_.remote_endpoint(ec);
-    if (!ec) {
-        std::string text = remote.address().to_string();
-        text.copy(address_, sizeof address_ - 1);
-        port_ = remote.port();
+    last_activity_ = loop_.now();
+    read();
+}
+
+void Connection::read() {
+    if (!buffer_) buffer_ = loop_.acquire_buffer();
+    state_ = State::reading;
+    socket_.async_read_some(asio::buffer(buffer_, EventLoop::kReadBufferSize),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->on_read(ec, n);
+                            });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
+    if (state_ == State::closed) return;
+    if (ec == asio::error::operation_aborted && park_requested_) {
+        park_requested_ = false;
+        park();
+        return;
+    }
+    if (ec) {
+        // EOF or reset: nothing is owed to a client that has gone (we never read while output is pending).
+        close();
+        return;
+    }
+    park_requested_ = false;
+    last_activity_ = loop_.now();
+    process({buffer_, n});
+}
+
+void Connection::park() {
+    release_buffer();
+    state_ = State::parked;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_wake();
+    });
+}
+
+void Connection::on_wake() {
+    if (state_ != State::parked) return;
+    buffer_ = loop_.acquire_buffer();
+    state_ = State::reading;
+    ssize_t n;
+    do {
+        n = ::recv(socket_.native_handle(), buffer_, EventLoop::kReadBufferSize, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        read();  // a spurious wake-up
+        return;
+    }
+    if (n <= 0) {
+        close();
+        return;
     }
     last_activity_ = loop_.now();
-    wait_readable();
+    process({buffer_, static_cast<std::size_t>(n)});
 }
 
-void Connection::wait_readable() {
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec) self->on_readable();
-    });
-}
-
-void Connection::wait_writable() {
-    state_ = State::writing;
-    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec) self->flush();
-    });
-}
-
-void Connection::on_readable() {
-    auto& buffer = loop_.read_buffer();
-    for (;;) {
-        boost::system::error_code ec;
-        std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
-        if (ec == asio::error::would_block) break;
-        if (ec) {
-            // EOF or reset: nothing is owed to a client that has gone (we never read while output is pending).
-            close();
-            return;
-        }
-        last_activity_ = loop_.now();
-        const bool was_mid_request = parser_.mid_request();
-        HttpParser::Status status = parser_.feed({buffer.data(), n}, *this);
-        if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
-            on_parse_failure(status);
-            break;
-        }
-        if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now();
-        if (closing_ || pending_output() >= kOutputHighWater || n < buffer.size()) break;
+void Connection::process(std::string_view input) {
+    const bool was_mid_request = parser_.mid_request();
+    HttpParser::Status status = parser_.feed(input, *this);
+    if (status == HttpParser::Status::paused) {
+        // Output is at its high-water mark: keep the rest until it has been written.
+        pending_input_.assign(input.substr(parser_.consumed()));
+        parser_.resume();
+    } else if (status == HttpParser::Status::stopped) {
+        // Bytes after a "Connection: close" request: drain them before closing.
+        if (parser_.consumed() < input.size()) linger_on_close_ = true;
+    } else if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
+        on_parse_failure(status);
     }
+    if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now();
     flush();
 }
 
-bool Connection::on_request(const HttpRequest& request) {
+SinkAction Connection::on_request(const HttpRequest& request) {
     request_started_ = loop_.now();
     const bool keep_alive = request.keep_alive && !loop_.draining();
     StaticFiles::File body_file;
@@ -95,11 +129,32 @@ bool Connection::on_request(const HttpRequest& request) {
         queued_.push_back({{}, std::move(body_file), 0});
         out_.clear();
     }
-    if (!keep_alive) closing_ = true;
-    return keep_alive;
+    if (!keep_alive) {
+        closing_ = true;
+        return SinkAction::stop;
+    }
+    return pending_output() >= kOutputHighWater ? SinkAction::pause : SinkAction::proceed;
 }
 
 void Connection::on_continue_expected() { out_.append("HTTP/1.1 100 Continue\r\n\r\n"); }
+
+void Connection::on_parse_failure(HttpParser::Status status) {
+    int code = 400;
+    switch (status) {
+    case HttpParser::Status::head_too_large: code = 431; break;
+    case HttpParser::Status::body_too_large: code = 413; break;
+    case HttpParser::Status::upgrade:
+        // The request before the upgrade was answered; we speak no other protocol.
+        closing_ = true;
+        return;
+    default:
+        spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason());
+        break;
+    }
+    append_error(out_, code, loop_.date().now(), false, false);
+    closing_ = true;
+    linger_on_close_ = true;  // the client may still be sending (a refused body, say)
+}
 
 bool Connection::write_queued(bool& would_block) {
     would_block = false;
@@ -137,55 +192,63 @@ bool Connection::write_queued(bool& would_block) {
     return true;
 }
 
-void Connection::on_parse_failure(HttpParser::Status status) {
-    int code = 400;
-    switch (status) {
-    case HttpParser::Status::head_too_large: code = 431; break;
-    case HttpParser::Status::body_too_large: code = 413; break;
-    case HttpParser::Status::upgrade:
-        // The request before the upgrade was answered; we speak no other protocol.
-        closing_ = true;
-        return;
-    default:
-        spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason());
-        break;
-    }
-    append_error(out_, code, loop_.date().now(), false, false);
-    closing_ = true;
-}
-
 void Connection::flush() {
+    if (state_ == State::closed) return;
     bool would_block = false;
     if (!queued_.empty() && (!write_queued(would_block) || would_block)) {
         if (would_block) wait_writable();
         return;
     }
     while (out_sent_ < out_.size()) {
-        boost::system::error_code ec;
-        std::size_t n = socket_.write_some(asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
-        if (ec == asio::error::would_block) {
-            wait_writable();
-            return;
-        }
-        if (ec) {
+        ssize_t n = ::send(socket_.native_handle(), out_.data() + out_sent_, out_.size() - out_sent_,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                wait_writable();
+                return;
+            }
             close();
             return;
         }
-        out_sent_ += n;
-        last_activity_ = loop_.now();
+        out_sent_ += static_cast<std::size_t>(n);
     }
     out_.clear();
     out_sent_ = 0;
     if (out_.capacity() > kKeepOutputCapacity) std::string().swap(out_);
-    state_ = State::reading;
-    if (closing_ || (loop_.draining() && !parser_.mid_request())) {
+    resume();
+}
+
+void Connection::wait_writable() {
+    state_ = State::writing;
+    last_activity_ = loop_.now();
+    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->flush();
+    });
+}
+
+void Connection::resume() {
+    if (closing_ || (loop_.draining() && !parser_.mid_request() && pending_input_.empty())) {
         linger();
         return;
     }
-    wait_readable();
+    if (!pending_input_.empty()) {
+        std::string input = std::move(pending_input_);
+        pending_input_.clear();
+        state_ = State::reading;
+        process(input);  // may pause again, stashing what is left
+        return;
+    }
+    read();
 }
 
 void Connection::linger() {
+    release_buffer();
+    if (!linger_on_close_) {
+        // Nothing unread is expected from the client: close at once, as nginx does.
+        close();
+        return;
+    }
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec) {
@@ -194,23 +257,22 @@ void Connection::linger() {
     }
     state_ = State::lingering;
     last_activity_ = loop_.now();
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code wait_ec) {
-        if (!wait_ec) self->on_linger_readable();
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
+        if (!ec2) self->on_linger_readable();
     });
 }
 
 void Connection::on_linger_readable() {
-    auto& buffer = loop_.read_buffer();
+    char discard[4096];
     for (;;) {
-        boost::system::error_code ec;
-        socket_.read_some(asio::buffer(buffer), ec);
-        if (ec == asio::error::would_block) break;
-        if (ec) {  // EOF: the client has seen our close
-            close();
-            return;
-        }
+        ssize_t n = ::recv(socket_.native_handle(), discard, sizeof discard, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        close();  // EOF: the client has seen our close; or an error
+        return;
     }
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->on_linger_readable();
     });
 }
@@ -223,10 +285,17 @@ void Connection::on_tick(std::uint32_t now) {
     const Config& config = loop_.config();
     switch (state_) {
     case State::reading:
+    case State::parked:
         if (parser_.mid_request()) {
             if (now - request_started_ >= config.header_timeout_s) close();
         } else if (now - last_activity_ >= config.keepalive_timeout_s) {
             close();
+        } else if (state_ == State::reading && now != last_activity_ && !park_requested_) {
+            // Quiet for a tick: hand the buffer back. The cancelled read completes with
+            // operation_aborted and parks (or brings data that arrived meanwhile).
+            park_requested_ = true;
+            boost::system::error_code ec;
+            socket_.cancel(ec);
         }
         break;
     case State::writing:
@@ -237,6 +306,13 @@ void Connection::on_tick(std::uint32_t now) {
         break;
     case State::closed:
         break;
+    }
+}
+
+void Connection::release_buffer() {
+    if (buffer_) {
+        loop_.release_buffer(buffer_);
+        buffer_ = nullptr;
     }
 }
 

@@ -6,6 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -37,6 +40,8 @@ unsigned short EventLoop::listen(const asio::ip::address& address, unsigned shor
     if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         throw std::system_error(errno, std::system_category(), "SO_REUSEPORT");
     acceptor_.bind(endpoint);
+    // Accepted sockets inherit TCP_NODELAY from the listener: one setsockopt instead of one per connection.
+    acceptor_.set_option(tcp::no_delay(true));
     acceptor_.listen(asio::socket_base::max_listen_connections);
     acceptor_.non_blocking(true);
     return acceptor_.local_endpoint().port();
@@ -83,20 +88,67 @@ void EventLoop::detach(Connection* c) {
 }
 
 void EventLoop::accept() {
-    acceptor_.async_accept(io_, [this](boost::system::error_code ec, tcp::socket socket) {
+    acceptor_.async_wait(tcp::acceptor::wait_read, [this](const boost::system::error_code& ec) {
         if (ec == asio::error::operation_aborted || draining_) return;
         if (ec) {
+            spdlog::warn("loop {}: waiting for connections: {}", index_, ec.message());
             after_accept_error();
-            if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
-                spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_, ec.message());
-            } else {
-                spdlog::warn("loop {}: accept: {}", index_, ec.message());
-            }
             return;
         }
-        std::make_shared<Connection>(*this, std::move(socket))->start();
-        accept();
+        accept_ready();
     });
+}
+
+void EventLoop::accept_ready() {
+    // Take what is queued, a bounded batch at a time so one loop cannot starve its connections.
+    for (int batch = 0; batch < 64; ++batch) {
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            const int err = errno;
+            if (err == EINTR || err == ECONNABORTED) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) break;
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                // Out of descriptors or memory: retrying at once would spin.
+                spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_,
+                              std::system_category().message(err));
+            } else {
+                spdlog::warn("loop {}: accept: {}", index_, std::system_category().message(err));
+            }
+            after_accept_error();
+            return;
+        }
+        tcp::endpoint endpoint;
+        std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
+        endpoint.resize(length);
+        boost::system::error_code ec;
+        tcp::socket socket(io_);
+        socket.assign(peer.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+        if (ec) {
+            ::close(fd);
+            spdlog::warn("loop {}: cannot register a new connection: {}", index_, ec.message());
+            continue;
+        }
+        std::make_shared<Connection>(*this, std::move(socket), endpoint)->start();
+    }
+    accept();
+}
+
+char* EventLoop::acquire_buffer() {
+    if (free_buffers_.empty()) return new char[kReadBufferSize];
+    char* buffer = free_buffers_.back().release();
+    free_buffers_.pop_back();
+    return buffer;
+}
+
+void EventLoop::release_buffer(char* buffer) {
+    // Keep a few for the next busy connections; free the rest so an idle server shrinks.
+    if (free_buffers_.size() < 256)
+        free_buffers_.emplace_back(buffer);
+    else
+        delete[] buffer;
 }
 
 void EventLoop::after_accept_error() {

@@ -12,7 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <array>
+#include <vector>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,7 +47,10 @@ public:
     Router& router() { return router_; }
     HandlerTable& handlers() { return handlers_; }
     DateCache& date() { return date_; }
-    std::array<char, 64 * 1024>& read_buffer() { return read_buffer_; }
+    static constexpr std::size_t kReadBufferSize = 16 * 1024;
+    /// A read buffer of kReadBufferSize bytes, from this loop's free list.
+    char* acquire_buffer();
+    void release_buffer(char* buffer);
     const Config& config() const { return config_; }
     bool draining() const { return draining_; }
     /// Seconds since the loop started, advanced by the once-a-second tick.
@@ -57,6 +60,7 @@ public:
 
 private:
     void accept();
+    void accept_ready();
     void tick();
     void after_accept_error();
 
@@ -69,7 +73,7 @@ private:
     HandlerTable handlers_;
     DateCache date_;
     Router router_;
-    std::array<char, 64 * 1024> read_buffer_;  // shared by this loop's connections: parsing copies what it keeps
+    std::vector<std::unique_ptr<char[]>> free_buffers_;  // recycled read buffers
     Connection* connections_ = nullptr;       // intrusive list of live connections
     std::uint32_t now_s_ = 0;
     bool draining_ = false;

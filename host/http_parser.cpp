@@ -34,17 +34,26 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     sink_ = &sink;
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
     sink_ = nullptr;
+    consumed_ = data.size();
     switch (err) {
     case HPE_OK:
         return Status::ok;
     case HPE_PAUSED_UPGRADE:
         return status_ = Status::upgrade;
     case HPE_PAUSED:
-        return status_ == Status::ok ? (status_ = Status::stopped) : status_;
+        if (status_ == Status::paused || status_ == Status::stopped)
+            consumed_ = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data.data());
+        return status_;
     default:
         // A callback that failed has already set a precise status.
         return status_ != Status::ok ? status_ : (status_ = Status::bad_request);
     }
+}
+
+void HttpParser::resume() {
+    if (status_ != Status::paused) return;
+    status_ = Status::ok;
+    llhttp_resume(&parser_);
 }
 
 const char* HttpParser::error_reason() const {
@@ -161,7 +170,13 @@ int HttpParser::on_message_complete(llhttp_t* p) {
     r.http_minor = p->http_minor;
     r.keep_alive = llhttp_should_keep_alive(p) != 0;
     r.head = p->method == HTTP_HEAD;
-    if (!s.sink_->on_request(r)) {
+    switch (s.sink_->on_request(r)) {
+    case SinkAction::proceed:
+        return 0;
+    case SinkAction::pause:
+        s.status_ = Status::paused;
+        return HPE_PAUSED;
+    case SinkAction::stop:
         s.status_ = Status::stopped;
         return HPE_PAUSED;
     }

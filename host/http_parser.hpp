@@ -12,11 +12,17 @@
 
 namespace cspd {
 
+/// What the sink wants after a request.
+enum class SinkAction {
+    proceed,  ///< parse on
+    pause,    ///< stop here for now; feed the rest later, after resume()
+    stop,     ///< parse nothing more (the connection closes after this request)
+};
+
 /// What HttpParser::feed reports to its caller for each complete request.
 class RequestSink {
 public:
-    /// Return false to stop parsing (the connection will close after this request).
-    virtual bool on_request(const HttpRequest& request) = 0;
+    virtual SinkAction on_request(const HttpRequest& request) = 0;
     /// The client sent "Expect: 100-continue" and waits for a go-ahead before its body.
     virtual void on_continue_expected() {}
 protected:
@@ -32,6 +38,7 @@ class HttpParser {
 public:
     enum class Status {
         ok,             ///< all bytes consumed, waiting for more
+        paused,         ///< the sink asked to pause: consumed() bytes were used, resume() before feeding the rest
         stopped,        ///< the sink asked to stop
         upgrade,        ///< protocol upgrade / CONNECT: not supported, close
         bad_request,    ///< malformed: answer 400 and close
@@ -45,6 +52,11 @@ public:
 
     /// Parses `data`, calling sink.on_request for every complete request in order.
     Status feed(std::string_view data, RequestSink& sink);
+
+    /// After `paused` or `stopped`: how many bytes of the last feed were parsed.
+    std::size_t consumed() const { return consumed_; }
+    /// Leaves the paused state.
+    void resume();
 
     /// llhttp's reason for the last bad_request, for the log.
     const char* error_reason() const;
@@ -73,6 +85,7 @@ private:
     Status status_ = Status::ok;
     RequestSink* sink_ = nullptr;
     bool in_message_ = false;
+    std::size_t consumed_ = 0;
 
     // Storage reused across requests: no allocation once warm.
     std::string head_;   // method, target, header names and values, back to back

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <regex>
+#include <thread>
 
 namespace cspd::test {
 namespace {
@@ -210,6 +211,30 @@ TEST_F(ServingTest, SaysContinueToAClientThatExpectsIt) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
     EXPECT_NE(r->body.find("body=data"), std::string::npos);
+}
+
+TEST_F(ServingTest, PipelinesPastTheOutputHighWaterMarkInOrder) {
+    // 40 MiB of answers to one write of requests: parsing pauses while output drains.
+    HttpClient client(server.port(), std::chrono::seconds(20));
+    std::string requests;
+    for (int i = 0; i < 40; ++i)
+        requests += i % 2 ? "GET /csp/big HTTP/1.1\r\nHost: h\r\n\r\n" : "GET /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n";
+    client.send(requests);
+    for (int i = 0; i < 40; ++i) {
+        auto r = client.read_response();
+        ASSERT_TRUE(r) << i;
+        ASSERT_EQ(r->body.size(), i % 2 ? std::size_t{1} << 20 : 20u) << i;
+    }
+}
+
+TEST_F(ServingTest, AnIdleConnectionStillAnswersLater) {
+    // Idle for over a tick, the connection gives its read buffer back; it must still work.
+    HttpClient client(server.port());
+    ASSERT_TRUE(client.get("/csp/hello"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+    auto r = client.get("/csp/xpng");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, kPixelPng);
 }
 
 TEST_F(ServingTest, SeesTheClientAddress) {

@@ -18,11 +18,13 @@ struct Seen {
 struct Collector : RequestSink {
     std::vector<Seen> requests;
     std::size_t stop_after = SIZE_MAX;
-    bool on_request(const HttpRequest& r) override {
+    bool pause_each = false;
+    SinkAction on_request(const HttpRequest& r) override {
         requests.push_back({std::string(r.method), std::string(r.target), std::string(r.body),
                             std::string(r.header("host")), r.http_major, r.http_minor, r.keep_alive, r.head,
                             r.headers.size()});
-        return requests.size() < stop_after;
+        if (requests.size() >= stop_after) return SinkAction::stop;
+        return pause_each ? SinkAction::pause : SinkAction::proceed;
     }
 };
 
@@ -153,6 +155,33 @@ TEST(HttpParser, StopsWhenTheSinkSaysSo) {
     sink.stop_after = 1;
     EXPECT_EQ(parser.feed("GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n", sink), HttpParser::Status::stopped);
     EXPECT_EQ(sink.requests.size(), 1u);
+}
+
+TEST(HttpParser, PausesAndResumesWithoutLosingOrRepeatingBytes) {
+    HttpParser parser;
+    Collector sink;
+    sink.pause_each = true;
+    std::string input;
+    for (int i = 0; i < 5; ++i) input += "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n";
+    input += "GET /tail HTTP/1.1\r\nHo";  // and an unfinished one
+    std::string_view rest = input;
+    int pauses = 0;
+    for (;;) {
+        auto status = parser.feed(rest, sink);
+        if (status == HttpParser::Status::ok) break;
+        ASSERT_EQ(status, HttpParser::Status::paused);
+        ++pauses;
+        rest.remove_prefix(parser.consumed());
+        parser.resume();
+    }
+    EXPECT_EQ(pauses, 5);
+    ASSERT_EQ(sink.requests.size(), 5u);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(sink.requests[i].target, "/" + std::to_string(i));
+    EXPECT_TRUE(parser.mid_request());
+    sink.pause_each = false;
+    EXPECT_EQ(parser.feed("st: h\r\n\r\n", sink), HttpParser::Status::ok);
+    ASSERT_EQ(sink.requests.size(), 6u);
+    EXPECT_EQ(sink.requests[5].target, "/tail");
 }
 
 TEST(HttpParser, ReportsAnUnfinishedRequest) {
