@@ -42,7 +42,7 @@ Connection::~Connection() {
 }
 
 void Connection::start() {
-    last_activity_ = loop_.now();
+    last_request_ = last_read_ = last_write_ = loop_.now();
     read();
 }
 
@@ -68,7 +68,7 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     park_requested_ = false;
-    last_activity_ = loop_.now();
+    last_read_ = loop_.now();
     process({buffer_, n});
 }
 
@@ -96,7 +96,7 @@ void Connection::on_wake() {
         close();
         return;
     }
-    last_activity_ = loop_.now();
+    last_read_ = loop_.now();
     process({buffer_, static_cast<std::size_t>(n)});
 }
 
@@ -118,7 +118,8 @@ void Connection::process(std::string_view input) {
 }
 
 SinkAction Connection::on_request(const HttpRequest& request) {
-    request_started_ = loop_.now();
+    // Only whole requests count as activity: stray bytes (bare CRLFs) must not keep a connection open.
+    last_request_ = loop_.now();
     const bool keep_alive = request.keep_alive && !loop_.draining();
     StaticFiles::File body_file;
     loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out_, body_file);
@@ -185,7 +186,7 @@ bool Connection::write_queued(bool& would_block) {
             }
             q.sent += static_cast<std::size_t>(n);
             queued_bytes_ -= static_cast<std::size_t>(n);
-            last_activity_ = loop_.now();
+            last_write_ = loop_.now();
         }
         queued_.pop_front();
     }
@@ -212,6 +213,7 @@ void Connection::flush() {
             return;
         }
         out_sent_ += static_cast<std::size_t>(n);
+        last_write_ = loop_.now();
     }
     out_.clear();
     out_sent_ = 0;
@@ -221,7 +223,6 @@ void Connection::flush() {
 
 void Connection::wait_writable() {
     state_ = State::writing;
-    last_activity_ = loop_.now();
     socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->flush();
     });
@@ -256,7 +257,7 @@ void Connection::linger() {
         return;
     }
     state_ = State::lingering;
-    last_activity_ = loop_.now();
+    last_write_ = loop_.now();
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
         if (!ec2) self->on_linger_readable();
     });
@@ -286,11 +287,13 @@ void Connection::on_tick(std::uint32_t now) {
     switch (state_) {
     case State::reading:
     case State::parked:
-        if (parser_.mid_request()) {
-            if (now - request_started_ >= config.header_timeout_s) close();
-        } else if (now - last_activity_ >= config.keepalive_timeout_s) {
+        if (parser_.in_body()) {
+            if (now - last_read_ >= config.header_timeout_s) close();  // the body stalled
+        } else if (parser_.mid_request()) {
+            if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
+        } else if (now - last_request_ >= config.keepalive_timeout_s) {
             close();
-        } else if (state_ == State::reading && now != last_activity_ && !park_requested_) {
+        } else if (state_ == State::reading && now != last_read_ && !park_requested_) {
             // Quiet for a tick: hand the buffer back. The cancelled read completes with
             // operation_aborted and parks (or brings data that arrived meanwhile).
             park_requested_ = true;
@@ -299,10 +302,10 @@ void Connection::on_tick(std::uint32_t now) {
         }
         break;
     case State::writing:
-        if (now - last_activity_ >= kWriteTimeoutS) close();
+        if (now - last_write_ >= kWriteTimeoutS) close();
         break;
     case State::lingering:
-        if (now - last_activity_ >= kLingerS) close();
+        if (now - last_write_ >= kLingerS) close();
         break;
     case State::closed:
         break;

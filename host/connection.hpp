@@ -93,8 +93,11 @@ private:
     bool closing_ = false;          // close once output is written
     bool park_requested_ = false;   // the pending read was cancelled to park
     bool linger_on_close_ = false;  // unread input may follow: drain before closing
-    std::uint32_t last_activity_ = 0;
-    std::uint32_t request_started_ = 0;
+    // Loop-tick timestamps (seconds) for the timeouts in on_tick.
+    std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
+    std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
+    std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
+    std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
     char address_[46] = {};         // INET6_ADDRSTRLEN
     unsigned short port_ = 0;
 };

@@ -37,6 +37,7 @@ HandlerFileIdentity identity_of(const struct stat& st) {
     id.inode = st.st_ino;
     id.size = static_cast<std::uint64_t>(st.st_size);
     id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
     return id;
 }
 
@@ -109,7 +110,8 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     std::string image;
     if (!read_all(source.fd, image, static_cast<std::size_t>(before.st_size)) ||
         ::fstat(source.fd, &after) != 0 || after.st_size != before.st_size ||
-        after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+        after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+        after.st_ctim.tv_sec != before.st_ctim.tv_sec || after.st_ctim.tv_nsec != before.st_ctim.tv_nsec) {
         result.error = "file changed while being read";
         result.retry = true;
         return result;

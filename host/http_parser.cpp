@@ -73,6 +73,7 @@ bool HttpParser::append_head(const char* at, std::size_t length) {
 int HttpParser::on_message_begin(llhttp_t* p) {
     HttpParser& s = self(p);
     s.in_message_ = true;
+    s.headers_done_ = false;
     s.head_.clear();
     s.body_.clear();
     s.header_spans_.clear();
@@ -94,6 +95,8 @@ int HttpParser::on_url(llhttp_t* p, const char* at, std::size_t length) {
 
 int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
+    // Trailers are not headers: a client must not be able to add or override headers after the body.
+    if (s.headers_done_) return 0;
     if (s.last_field_ != Field::name) {
         if (s.header_spans_.size() >= 100) {  // too many headers
             s.status_ = Status::head_too_large;
@@ -109,6 +112,7 @@ int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length)
 
 int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
+    if (s.headers_done_) return 0;
     if (s.last_field_ != Field::value) {
         s.header_spans_.back().value = {s.head_.size(), 0};
         s.last_field_ = Field::value;
@@ -125,6 +129,7 @@ int HttpParser::on_header_value_complete(llhttp_t* p) {
 
 int HttpParser::on_headers_complete(llhttp_t* p) {
     HttpParser& s = self(p);
+    s.headers_done_ = true;
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_bytes) {
         s.status_ = Status::body_too_large;  // refuse before reading any of it
         return -1;
@@ -168,7 +173,8 @@ int HttpParser::on_message_complete(llhttp_t* p) {
     r.body = s.body_;
     r.http_major = p->http_major;
     r.http_minor = p->http_minor;
-    r.keep_alive = llhttp_should_keep_alive(p) != 0;
+    // An Upgrade we do not speak: answer this request, then close rather than guess what follows.
+    r.keep_alive = llhttp_should_keep_alive(p) != 0 && !p->upgrade;
     r.head = p->method == HTTP_HEAD;
     switch (s.sink_->on_request(r)) {
     case SinkAction::proceed:

@@ -63,6 +63,8 @@ public:
 
     /// True while a request has begun but not completed.
     bool mid_request() const { return in_message_; }
+    /// True once the current request's head is complete (its body may still be arriving).
+    bool in_body() const { return in_message_ && headers_done_; }
 
 private:
     static int on_message_begin(llhttp_t*);
@@ -85,6 +87,7 @@ private:
     Status status_ = Status::ok;
     RequestSink* sink_ = nullptr;
     bool in_message_ = false;
+    bool headers_done_ = false;  // later header callbacks are chunked trailers
     std::size_t consumed_ = 0;
 
     // Storage reused across requests: no allocation once warm.

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <thread>
 
 #ifndef CSPD_VERSION
@@ -19,6 +20,8 @@
 #endif
 
 int main(int argc, char** argv) {
+    // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.
+    std::signal(SIGPIPE, SIG_IGN);
     cspd::Config config;
     std::string handlers_dir = CSPD_DEFAULT_HANDLERS_DIR;
     std::string www_dir = CSPD_DEFAULT_WWW_DIR;

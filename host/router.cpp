@@ -92,7 +92,7 @@ void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::Fil
         append_response(out, head, "405 Method Not Allowed\n");
         return;
     }
-    if (has_unsafe_segment(ctx.path)) {
+    if (has_unsafe_segment(ctx.path) || has_hidden_segment(ctx.path)) {
         error(ctx, 404, out);
         return;
     }
@@ -107,9 +107,12 @@ void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::Fil
         error(ctx, 403, out);
         return;
     case StaticFiles::Outcome::redirect_to_slash: {
-        // Location is built from the raw target's path so that encoding survives.
-        std::string location = "Location: ";
-        location.append(split_target(ctx.request.target).path).append("/\r\n");
+        // Location is built from the raw target's path so that encoding survives; leading slashes
+        // collapse to one, or "//host/" would send the browser to another site.
+        std::string_view raw = split_target(ctx.request.target).path;
+        raw.remove_prefix(std::min(raw.find_first_not_of('/'), raw.size()));
+        std::string location = "Location: /";
+        location.append(raw).append("/\r\n");
         ResponseHead head;
         head.status = 301;
         head.content_type = "text/plain; charset=utf-8";

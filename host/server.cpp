@@ -44,6 +44,8 @@ int Server::run() {
     }
 
     asio::io_context control;
+    // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
+    asio::signal_set signals(control, SIGINT, SIGTERM);
     HandlerLoader loader(scratch_parent());
     HandlerRegistry registry;
     for (auto& loop : loops) {
@@ -62,7 +64,6 @@ int Server::run() {
     spdlog::info("cspd listening on {}:{} with {} event loop(s); handlers from {}, static files from {}",
                  config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
 
-    asio::signal_set signals(control, SIGINT, SIGTERM);
     asio::steady_timer drain_deadline(control);
     bool stopping = false;
     signals.async_wait([&](boost::system::error_code ec, int signal) {

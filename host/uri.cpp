@@ -60,4 +60,12 @@ bool has_unsafe_segment(std::string_view path) {
     return false;
 }
 
+bool has_hidden_segment(std::string_view path) {
+    for (std::size_t at = path.find("/."); at != std::string_view::npos; at = path.find("/.", at + 1)) {
+        std::string_view rest = path.substr(at + 1);
+        if (!(rest.starts_with(".well-known/") || rest == ".well-known")) return true;
+    }
+    return false;
+}
+
 } // namespace cspd

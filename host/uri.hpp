@@ -23,4 +23,7 @@ bool is_valid_handler_name(std::string_view name);
 /// True if any '/'-separated segment is "..", "." or contains a backslash.
 bool has_unsafe_segment(std::string_view decoded_path);
 
+/// True if a segment starts with '.' (".git", ".env"), except ".well-known" (RFC 8615).
+bool has_hidden_segment(std::string_view decoded_path);
+
 } // namespace cspd

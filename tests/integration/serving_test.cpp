@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -235,6 +240,35 @@ TEST_F(ServingTest, AnIdleConnectionStillAnswersLater) {
     auto r = client.get("/csp/xpng");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->body, kPixelPng);
+}
+
+TEST_F(ServingTest, SurvivesClientsThatResetMidResponse) {
+    // Resets while a streamed file or a large handler reply is in flight: the write fails with
+    // EPIPE/ECONNRESET (and would raise SIGPIPE for sendfile); only that connection may suffer.
+    std::ofstream(server.www() / "large.bin", std::ios::binary) << std::string(8 << 20, 'x');
+    for (const char* target : {"/large.bin", "/csp/big"}) {
+        for (int i = 0; i < 5; ++i) {
+            int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            int small = 4096;
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+            sockaddr_in addr{};
+            addr.sin_family = AF_INET;
+            addr.sin_port = htons(server.port());
+            addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+            std::string request = std::string("GET ") + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
+            ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+            char some[1024];
+            ASSERT_GT(::recv(fd, some, sizeof some, 0), 0);
+            linger hard{1, 0};  // close with RST
+            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+            ::close(fd);
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto r = fetch(server.port(), "/csp/hello");
+    ASSERT_TRUE(r) << server.log();
+    EXPECT_EQ(r->status, 200);
 }
 
 TEST_F(ServingTest, SeesTheClientAddress) {

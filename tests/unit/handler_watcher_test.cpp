@@ -93,6 +93,21 @@ TEST_F(HandlerWatcherTest, ReloadsAFileOverwrittenInPlace) {
     EXPECT_TRUE(run_until([&] { return body_of("versioned") == "version 2"; }));
 }
 
+TEST_F(HandlerWatcherTest, ReloadsACopyWithTheSameSizeAndMtime) {
+    // Reproducible builds give equal sizes and normalised mtimes; the change must still be seen.
+    const auto v1 = scratch / "v1.so", v2 = scratch / "v2.so";
+    std::filesystem::copy_file(test::test_handler("v1/versioned.so"), v1);
+    std::filesystem::copy_file(test::test_handler("v2/versioned.so"), v2);
+    ASSERT_EQ(std::filesystem::file_size(v1), std::filesystem::file_size(v2));
+    test::install_in_place(v1, folder / "versioned.so");
+    const auto mtime = std::filesystem::last_write_time(folder / "versioned.so");
+    watcher.start();
+    ASSERT_EQ(body_of("versioned"), "version 1");
+    test::install_in_place(v2, folder / "versioned.so");
+    std::filesystem::last_write_time(folder / "versioned.so", mtime);  // as `cp -p` would
+    EXPECT_TRUE(run_until([&] { return body_of("versioned") == "version 2"; }));
+}
+
 TEST_F(HandlerWatcherTest, RemovesADeletedFile) {
     test::install_by_rename(test::test_handler("v1/versioned.so"), folder / "versioned.so");
     watcher.start();

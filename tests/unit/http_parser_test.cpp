@@ -79,6 +79,28 @@ TEST(HttpParser, DechunksAChunkedBody) {
     EXPECT_EQ(sink.requests[0].body, "hello world");
 }
 
+TEST(HttpParser, KeepsTrailersOutOfTheHeaders) {
+    HttpParser parser;
+    Collector sink;
+    parser.feed("POST / HTTP/1.1\r\nHost: real\r\nTransfer-Encoding: chunked\r\n\r\n"
+                "1\r\nx\r\n0\r\nHost: forged\r\nX-Extra: 1\r\n\r\n",
+                sink);
+    ASSERT_EQ(sink.requests.size(), 1u);
+    EXPECT_EQ(sink.requests[0].host, "real");
+    EXPECT_EQ(sink.requests[0].header_count, 2u);
+    EXPECT_EQ(sink.requests[0].body, "x");
+}
+
+TEST(HttpParser, DoesNotKeepAliveAcrossAnUpgrade) {
+    HttpParser parser;
+    Collector sink;
+    auto status = parser.feed("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                              "GET /second HTTP/1.1\r\n\r\n", sink);
+    ASSERT_EQ(sink.requests.size(), 1u);
+    EXPECT_FALSE(sink.requests[0].keep_alive);
+    EXPECT_NE(status, HttpParser::Status::ok);
+}
+
 TEST(HttpParser, KnowsHttp10KeepAliveRules) {
     HttpParser plain, asked;
     Collector a, b;

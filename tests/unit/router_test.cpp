@@ -141,6 +141,21 @@ TEST_F(RouterTest, NeverLeavesTheWwwFolder) {
         EXPECT_EQ(ask("GET", target).status, 400) << target;
 }
 
+TEST_F(RouterTest, RedirectsOnlyWithinThisSite) {
+    Answer a = ask("GET", "//docs");
+    EXPECT_EQ(a.status, 301);
+    EXPECT_NE(a.head.find("Location: /docs/\r\n"), std::string::npos) << a.head;
+}
+
+TEST_F(RouterTest, HidesDotFiles) {
+    std::ofstream(www_dir / ".env") << "SECRET=1";
+    std::filesystem::create_directories(www_dir / ".well-known");
+    std::ofstream(www_dir / ".well-known" / "security.txt") << "Contact: x";
+    EXPECT_EQ(ask("GET", "/.env").status, 404);
+    EXPECT_EQ(ask("GET", "/%2eenv").status, 404);
+    EXPECT_EQ(ask("GET", "/.well-known/security.txt").status, 200);
+}
+
 TEST_F(RouterTest, RefusesOtherMethodsOnStaticFiles) {
     Answer a = ask("POST", "/style.css");
     EXPECT_EQ(a.status, 405);

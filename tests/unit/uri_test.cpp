@@ -47,5 +47,12 @@ TEST(Uri, FindsUnsafeSegments) {
         EXPECT_FALSE(has_unsafe_segment(good)) << good;
 }
 
+TEST(Uri, FindsHiddenSegments) {
+    for (const char* hidden : {"/.git/config", "/.env", "/a/.htpasswd", "/.well-known/../.git"})
+        EXPECT_TRUE(has_hidden_segment(hidden)) << hidden;
+    for (const char* shown : {"/", "/a.b/c", "/.well-known/acme-challenge/x", "/.well-known", "/a/b.txt"})
+        EXPECT_FALSE(has_hidden_segment(shown)) << shown;
+}
+
 } // namespace
 } // namespace cspd
