@@ -8,6 +8,8 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 
 namespace cspd {
@@ -27,8 +29,8 @@ constexpr std::uint32_t kWriteTimeoutS = 30;
 constexpr std::uint32_t kLingerS = 2;
 } // namespace
 
-Connection::Connection(EventLoop& loop, tcp::socket socket, const tcp::endpoint& peer)
-    : loop_(loop), socket_(std::move(socket)),
+Connection::Connection(EventLoop& loop, int fd, const tcp::endpoint& peer)
+    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io().get_executor()),
       parser_(ParseLimits{loop.config().max_head_bytes, loop.config().max_body_bytes}) {
     loop_.attach(this);
     std::string text = peer.address().to_string();
@@ -37,16 +39,50 @@ Connection::Connection(EventLoop& loop, tcp::socket socket, const tcp::endpoint&
 }
 
 Connection::~Connection() {
+    if (!socket_.is_open() && fd_ >= 0) ::close(fd_);
     release_buffer();
     loop_.detach(this);
 }
 
 void Connection::start() {
     last_request_ = last_read_ = last_write_ = loop_.now();
-    read();
+    read_now();
+}
+
+bool Connection::ensure_registered() {
+    if (socket_.is_open()) return true;
+    boost::system::error_code ec;
+    socket_.assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
+    if (ec) {
+        spdlog::warn("client {}:{}: cannot watch the connection: {}", address_, port_, ec.message());
+        close();
+        return false;
+    }
+    return true;
+}
+
+void Connection::read_now() {
+    // With TCP_DEFER_ACCEPT the request has usually arrived with the connection: no wait needed.
+    if (!buffer_) buffer_ = loop_.acquire_buffer();
+    state_ = State::reading;
+    ssize_t n;
+    do {
+        n = ::recv(fd_, buffer_, EventLoop::kReadBufferSize, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        read();
+        return;
+    }
+    if (n <= 0) {
+        close();
+        return;
+    }
+    last_read_ = loop_.now();
+    process({buffer_, static_cast<std::size_t>(n)});
 }
 
 void Connection::read() {
+    if (!ensure_registered()) return;
     if (!buffer_) buffer_ = loop_.acquire_buffer();
     state_ = State::reading;
     socket_.async_read_some(asio::buffer(buffer_, EventLoop::kReadBufferSize),
@@ -74,6 +110,8 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
 
 void Connection::park() {
     release_buffer();
+    parser_.release_memory();
+    std::string().swap(out_);
     state_ = State::parked;
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->on_wake();
@@ -81,23 +119,7 @@ void Connection::park() {
 }
 
 void Connection::on_wake() {
-    if (state_ != State::parked) return;
-    buffer_ = loop_.acquire_buffer();
-    state_ = State::reading;
-    ssize_t n;
-    do {
-        n = ::recv(socket_.native_handle(), buffer_, EventLoop::kReadBufferSize, MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        read();  // a spurious wake-up
-        return;
-    }
-    if (n <= 0) {
-        close();
-        return;
-    }
-    last_read_ = loop_.now();
-    process({buffer_, static_cast<std::size_t>(n)});
+    if (state_ == State::parked) read_now();
 }
 
 void Connection::process(std::string_view input) {
@@ -114,7 +136,36 @@ void Connection::process(std::string_view input) {
         on_parse_failure(status);
     }
     if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now();
+    send_output();
+}
+
+void Connection::send_output() {
+    // Responses were built in the loop's output buffer. Usually they all go at once and this
+    // connection never holds an output buffer of its own; what the socket does not take now is kept.
+    std::string& out = loop_.output();
+    std::size_t sent = 0;
+    if (!streaming_ && out_.empty()) {
+        while (sent < out.size()) {
+            ssize_t n = ::send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+            if (n < 0) {
+                out.clear();
+                close();
+                return;
+            }
+            sent += static_cast<std::size_t>(n);
+            last_write_ = loop_.now();
+        }
+    }
+    out_.append(out, sent);
+    out.clear();
+    if (out.capacity() > 4 * kKeepOutputCapacity) std::string().swap(out);  // after a huge reply
     flush();
+}
+
+std::size_t Connection::pending_output() const {
+    return (streaming_ ? streaming_->bytes : 0) + out_.size() + loop_.output().size();
 }
 
 SinkAction Connection::on_request(const HttpRequest& request) {
@@ -122,13 +173,15 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     last_request_ = loop_.now();
     const bool keep_alive = request.keep_alive && !loop_.draining();
     StaticFiles::File body_file;
-    loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out_, body_file);
+    std::string& out = loop_.output();
+    loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out, body_file);
     if (body_file.fd >= 0) {
-        // The head in out_ goes first, then the file; later responses queue behind them.
-        queued_bytes_ += out_.size() + body_file.size;
-        queued_.push_back({std::move(out_), {}, 0});
-        queued_.push_back({{}, std::move(body_file), 0});
-        out_.clear();
+        // What is in the output so far goes first, then the file; later responses queue behind them.
+        if (!streaming_) streaming_ = std::make_unique<Streaming>();
+        streaming_->bytes += out.size() + body_file.size;
+        streaming_->items.push_back({out, {}, 0});
+        streaming_->items.push_back({{}, std::move(body_file), 0});
+        out.clear();
     }
     if (!keep_alive) {
         closing_ = true;
@@ -137,7 +190,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     return pending_output() >= kOutputHighWater ? SinkAction::pause : SinkAction::proceed;
 }
 
-void Connection::on_continue_expected() { out_.append("HTTP/1.1 100 Continue\r\n\r\n"); }
+void Connection::on_continue_expected() { loop_.output().append("HTTP/1.1 100 Continue\r\n\r\n"); }
 
 void Connection::on_parse_failure(HttpParser::Status status) {
     int code = 400;
@@ -152,28 +205,29 @@ void Connection::on_parse_failure(HttpParser::Status status) {
         spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason());
         break;
     }
-    append_error(out_, code, loop_.date().now(), false, false);
+    append_error(loop_.output(), code, loop_.date().now(), false, false);
     closing_ = true;
     linger_on_close_ = true;  // the client may still be sending (a refused body, say)
 }
 
 bool Connection::write_queued(bool& would_block) {
     would_block = false;
-    while (!queued_.empty()) {
-        QueuedOutput& q = queued_.front();
+    Streaming& st = *streaming_;
+    while (st.front < st.items.size()) {
+        QueuedOutput& q = st.items[st.front];
         const std::size_t total = q.file.fd >= 0 ? q.file.size : q.bytes.size();
         while (q.sent < total) {
             ssize_t n;
             if (q.file.fd >= 0) {
                 off_t offset = static_cast<off_t>(q.sent);
-                n = ::sendfile(socket_.native_handle(), q.file.fd, &offset, total - q.sent);
+                n = ::sendfile(fd_, q.file.fd, &offset, total - q.sent);
                 if (n == 0) {  // the file shrank under us: the promised length cannot be kept
                     spdlog::warn("client {}:{}: static file shrank while being sent; closing", address_, port_);
                     close();
                     return false;
                 }
             } else {
-                n = ::send(socket_.native_handle(), q.bytes.data() + q.sent, total - q.sent, MSG_NOSIGNAL);
+                n = ::send(fd_, q.bytes.data() + q.sent, total - q.sent, MSG_NOSIGNAL);
             }
             if (n < 0) {
                 if (errno == EINTR) continue;
@@ -185,23 +239,25 @@ bool Connection::write_queued(bool& would_block) {
                 return false;
             }
             q.sent += static_cast<std::size_t>(n);
-            queued_bytes_ -= static_cast<std::size_t>(n);
+            st.bytes -= static_cast<std::size_t>(n);
             last_write_ = loop_.now();
         }
-        queued_.pop_front();
+        q = QueuedOutput{};  // closes the file now
+        ++st.front;
     }
+    streaming_.reset();
     return true;
 }
 
 void Connection::flush() {
     if (state_ == State::closed) return;
     bool would_block = false;
-    if (!queued_.empty() && (!write_queued(would_block) || would_block)) {
+    if (streaming_ && (!write_queued(would_block) || would_block)) {
         if (would_block) wait_writable();
         return;
     }
     while (out_sent_ < out_.size()) {
-        ssize_t n = ::send(socket_.native_handle(), out_.data() + out_sent_, out_.size() - out_sent_,
+        ssize_t n = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -222,6 +278,7 @@ void Connection::flush() {
 }
 
 void Connection::wait_writable() {
+    if (!ensure_registered()) return;
     state_ = State::writing;
     socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->flush();
@@ -250,9 +307,7 @@ void Connection::linger() {
         close();
         return;
     }
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) {
+    if (::shutdown(fd_, SHUT_WR) != 0 || !ensure_registered()) {
         close();
         return;
     }
@@ -266,7 +321,7 @@ void Connection::linger() {
 void Connection::on_linger_readable() {
     char discard[4096];
     for (;;) {
-        ssize_t n = ::recv(socket_.native_handle(), discard, sizeof discard, MSG_DONTWAIT);
+        ssize_t n = ::recv(fd_, discard, sizeof discard, MSG_DONTWAIT);
         if (n > 0) continue;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -322,8 +377,13 @@ void Connection::release_buffer() {
 void Connection::close() {
     if (state_ == State::closed) return;
     state_ = State::closed;
-    boost::system::error_code ec;
-    socket_.close(ec);
+    if (socket_.is_open()) {
+        boost::system::error_code ec;
+        socket_.close(ec);
+    } else {
+        ::close(fd_);
+    }
+    fd_ = -1;
 }
 
 } // namespace cspd

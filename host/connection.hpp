@@ -13,10 +13,11 @@
 #include "http_parser.hpp"
 #include "static_files.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
-#include <deque>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,9 @@ class EventLoop;
 
 class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink {
 public:
-    Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket, const boost::asio::ip::tcp::endpoint& peer);
+    /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
+    /// when it first has to wait: a request that is already there is answered without that.
+    Connection(EventLoop& loop, int fd, const boost::asio::ip::tcp::endpoint& peer);
     ~Connection();
 
     void start();
@@ -60,11 +63,14 @@ private:
     void on_continue_expected() override;
 
     void read();
+    void read_now();
+    bool ensure_registered();
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void park();
     void on_wake();
     void process(std::string_view input);
     void on_parse_failure(HttpParser::Status status);
+    void send_output();
     void flush();
     /// Writes what it can without blocking; false if the connection failed and was closed.
     bool write_queued(bool& would_block);
@@ -74,20 +80,28 @@ private:
     void linger();
     void on_linger_readable();
     void release_buffer();
-    std::size_t pending_output() const { return queued_bytes_ + out_.size(); }
+    std::size_t pending_output() const;
     bool idle() const {
         return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 &&
                !parser_.mid_request() && pending_input_.empty();
     }
 
     EventLoop& loop_;
-    boost::asio::ip::tcp::socket socket_;
+    int fd_;
+    bool ipv6_;
+    // The io_context's own executor type: 8 bytes where any_io_executor takes 48, in every connection.
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type> socket_;  // owns fd_ once registered
     HttpParser parser_;
     char* buffer_ = nullptr;        // lent by the loop while reading
     std::string pending_input_;     // bytes read but not parsed yet (after a pause)
-    std::deque<QueuedOutput> queued_;  // rare: only with streamed files
-    std::size_t queued_bytes_ = 0;
-    std::string out_;               // responses not yet written
+    /// Output queued ahead of out_, only while a large file streams: allocated then, not before.
+    struct Streaming {
+        std::vector<QueuedOutput> items;
+        std::size_t front = 0;  // first entry not yet written
+        std::size_t bytes = 0;  // not yet written, over all entries
+    };
+    std::unique_ptr<Streaming> streaming_;
+    std::string out_;               // responses the socket has not taken yet (usually empty)
     std::size_t out_sent_ = 0;      // bytes of out_ already written
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written

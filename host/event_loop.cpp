@@ -5,6 +5,9 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +32,7 @@ EventLoop::~EventLoop() {
     accept_retry_.cancel();
     io_.restart();
     io_.poll();
+    for (char* buffer : free_buffers_) ::munmap(buffer, kReadBufferSize);
 }
 
 unsigned short EventLoop::listen(const asio::ip::address& address, unsigned short port) {
@@ -42,6 +46,10 @@ unsigned short EventLoop::listen(const asio::ip::address& address, unsigned shor
     acceptor_.bind(endpoint);
     // Accepted sockets inherit TCP_NODELAY from the listener: one setsockopt instead of one per connection.
     acceptor_.set_option(tcp::no_delay(true));
+    // Wake accept only once the request's first bytes are in (nginx's "deferred"): the
+    // connection can then be answered at once, and silent connections cost no wake-up.
+    int defer_seconds = 1;
+    ::setsockopt(acceptor_.native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_seconds, sizeof defer_seconds);
     acceptor_.listen(asio::socket_base::max_listen_connections);
     acceptor_.non_blocking(true);
     return acceptor_.local_endpoint().port();
@@ -123,32 +131,30 @@ void EventLoop::accept_ready() {
         tcp::endpoint endpoint;
         std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
         endpoint.resize(length);
-        boost::system::error_code ec;
-        tcp::socket socket(io_);
-        socket.assign(peer.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
-        if (ec) {
-            ::close(fd);
-            spdlog::warn("loop {}: cannot register a new connection: {}", index_, ec.message());
-            continue;
-        }
-        std::make_shared<Connection>(*this, std::move(socket), endpoint)->start();
+        std::make_shared<Connection>(*this, fd, endpoint)->start();
     }
     accept();
 }
 
+// Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at
+// once, where freed heap chunks between live objects would keep an idle server's RSS high.
 char* EventLoop::acquire_buffer() {
-    if (free_buffers_.empty()) return new char[kReadBufferSize];
-    char* buffer = free_buffers_.back().release();
-    free_buffers_.pop_back();
-    return buffer;
+    if (!free_buffers_.empty()) {
+        char* buffer = free_buffers_.back();
+        free_buffers_.pop_back();
+        return buffer;
+    }
+    void* memory = ::mmap(nullptr, kReadBufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<char*>(memory);
 }
 
 void EventLoop::release_buffer(char* buffer) {
-    // Keep a few for the next busy connections; free the rest so an idle server shrinks.
-    if (free_buffers_.size() < 256)
-        free_buffers_.emplace_back(buffer);
+    // Keep enough for the busy connections of a loaded loop; unmap the rest.
+    if (free_buffers_.size() < kPooledBuffers)
+        free_buffers_.push_back(buffer);
     else
-        delete[] buffer;
+        ::munmap(buffer, kReadBufferSize);
 }
 
 void EventLoop::after_accept_error() {

@@ -47,7 +47,10 @@ public:
     Router& router() { return router_; }
     HandlerTable& handlers() { return handlers_; }
     DateCache& date() { return date_; }
+    /// Where a connection builds its responses while it processes one read; empty between reads.
+    std::string& output() { return output_; }
     static constexpr std::size_t kReadBufferSize = 16 * 1024;
+    static constexpr std::size_t kPooledBuffers = 32;
     /// A read buffer of kReadBufferSize bytes, from this loop's free list.
     char* acquire_buffer();
     void release_buffer(char* buffer);
@@ -66,14 +69,16 @@ private:
 
     unsigned index_;
     const Config& config_;
-    boost::asio::io_context io_{1};  // concurrency hint 1: one thread, no locking inside Asio
+    // Sockets and timers are touched only by this loop's thread; only post() comes from others.
+    boost::asio::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer accept_retry_;
     HandlerTable handlers_;
     DateCache date_;
     Router router_;
-    std::vector<std::unique_ptr<char[]>> free_buffers_;  // recycled read buffers
+    std::string output_;
+    std::vector<char*> free_buffers_;  // recycled read buffers (mapped)
     Connection* connections_ = nullptr;       // intrusive list of live connections
     std::uint32_t now_s_ = 0;
     bool draining_ = false;

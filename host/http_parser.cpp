@@ -3,6 +3,9 @@
 namespace cspd {
 namespace {
 HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
+
+constexpr std::size_t kMaxHeaders = 100;
+
 } // namespace
 
 // One settings table for every parser: llhttp only reads it.
@@ -11,6 +14,7 @@ const llhttp_settings_t& HttpParser::settings() {
         llhttp_settings_t s;
         llhttp_settings_init(&s);
         s.on_message_begin = &HttpParser::on_message_begin;
+        s.on_method = &HttpParser::on_method;
         s.on_url = &HttpParser::on_url;
         s.on_header_field = &HttpParser::on_header_field;
         s.on_header_value = &HttpParser::on_header_value;
@@ -23,6 +27,19 @@ const llhttp_settings_t& HttpParser::settings() {
     return table;
 }
 
+namespace {
+// Per thread (so per event loop), reused by every connection: header spans of the request
+// being parsed and the request handed to the sink. A connection keeps its own copy of the
+// spans only while a request is split across feeds.
+struct HeaderSpans {
+    struct Span { std::size_t offset = 0, size = 0; };
+    struct Pair { Span name, value; };
+    std::vector<Pair> pairs;
+};
+thread_local HeaderSpans current_spans;  // this loop's spans for the request being parsed
+thread_local HttpRequest current_request;
+} // namespace
+
 HttpParser::HttpParser(ParseLimits limits) : limits_(limits) {
     // llhttp_init takes a non-const pointer but never writes through it.
     llhttp_init(&parser_, HTTP_REQUEST, const_cast<llhttp_settings_t*>(&settings()));
@@ -32,22 +49,41 @@ HttpParser::HttpParser(ParseLimits limits) : limits_(limits) {
 HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     if (status_ != Status::ok) return status_;  // a failed stream stays failed
     sink_ = &sink;
+    // A request split across feeds continues with the spans it had so far.
+    auto& spans = current_spans.pairs;
+    spans.clear();
+    if (in_message_)
+        for (const HeaderSpan& h : saved_spans_) spans.push_back({{h.name.offset, h.name.size}, {h.value.offset, h.value.size}});
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
     sink_ = nullptr;
     consumed_ = data.size();
+    if (err == HPE_PAUSED && (status_ == Status::paused || status_ == Status::stopped))
+        consumed_ = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data.data());
+    if (in_message_ && err == HPE_OK) keep_partial_head(data.data() + data.size());
     switch (err) {
     case HPE_OK:
         return Status::ok;
     case HPE_PAUSED_UPGRADE:
         return status_ = Status::upgrade;
     case HPE_PAUSED:
-        if (status_ == Status::paused || status_ == Status::stopped)
-            consumed_ = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data.data());
         return status_;
     default:
         // A callback that failed has already set a precise status.
         return status_ != Status::ok ? status_ : (status_ = Status::bad_request);
     }
+}
+
+void HttpParser::keep_partial_head(const char* input_end) {
+    const auto& spans = current_spans.pairs;
+    if (borrowed_) {
+        // Offsets were measured from message_start_: copying the raw bytes keeps them right,
+        // and a field cut by the end of the input continues exactly at the end of head_.
+        head_.assign(message_start_ ? message_start_ : input_end,
+                     message_start_ ? static_cast<std::size_t>(input_end - message_start_) : 0);
+        borrowed_ = false;
+    }
+    saved_spans_.clear();
+    for (const auto& p : spans) saved_spans_.push_back({{p.name.offset, p.name.size}, {p.value.offset, p.value.size}});
 }
 
 void HttpParser::resume() {
@@ -56,17 +92,34 @@ void HttpParser::resume() {
     llhttp_resume(&parser_);
 }
 
+void HttpParser::release_memory() {
+    if (in_message_) return;
+    std::string().swap(head_);
+    std::string().swap(body_);
+    std::vector<HeaderSpan>().swap(saved_spans_);
+}
+
 const char* HttpParser::error_reason() const {
     const char* reason = llhttp_get_error_reason(&parser_);
     return reason ? reason : "malformed request";
 }
 
-bool HttpParser::append_head(const char* at, std::size_t length) {
-    if (head_.size() + length > limits_.max_head_bytes) {
+bool HttpParser::add_to_field(Field field, Span& span, const char* at, std::size_t length) {
+    head_bytes_ += length;
+    if (head_bytes_ > limits_.max_head_bytes) {
         status_ = Status::head_too_large;
         return false;
     }
-    head_.append(at, length);
+    if (borrowed_) {
+        // In place: llhttp reports each field once per feed, as one contiguous run.
+        if (last_field_ != field) span = {static_cast<std::size_t>(at - message_start_), 0};
+        span.size += length;
+    } else {
+        if (last_field_ != field) span = {head_.size(), 0};
+        head_.append(at, length);
+        span.size += length;
+    }
+    last_field_ = field;
     return true;
 }
 
@@ -74,51 +127,56 @@ int HttpParser::on_message_begin(llhttp_t* p) {
     HttpParser& s = self(p);
     s.in_message_ = true;
     s.headers_done_ = false;
+    s.borrowed_ = true;
+    s.message_start_ = nullptr;
+    s.head_bytes_ = 0;
     s.head_.clear();
     s.body_.clear();
-    s.header_spans_.clear();
     s.target_ = {};
     s.last_field_ = Field::none;
+    current_spans.pairs.clear();
+    return 0;
+}
+
+int HttpParser::on_method(llhttp_t* p, const char* at, std::size_t length) {
+    HttpParser& s = self(p);
+    // The method opens the message: in-place offsets are measured from here.
+    if (s.borrowed_ && !s.message_start_) s.message_start_ = at;
+    s.head_bytes_ += length;
     return 0;
 }
 
 int HttpParser::on_url(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
-    if (s.last_field_ != Field::url) {
-        s.target_ = {s.head_.size(), 0};
-        s.last_field_ = Field::url;
-    }
-    if (!s.append_head(at, length)) return -1;
-    s.target_.size += length;
-    return 0;
+    if (s.borrowed_ && !s.message_start_) s.message_start_ = at;
+    return s.add_to_field(Field::url, s.target_, at, length) ? 0 : -1;
 }
 
 int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
     // Trailers are not headers: a client must not be able to add or override headers after the body.
     if (s.headers_done_) return 0;
+    auto& spans = current_spans.pairs;
     if (s.last_field_ != Field::name) {
-        if (s.header_spans_.size() >= 100) {  // too many headers
+        if (spans.size() >= kMaxHeaders) {
             s.status_ = Status::head_too_large;
             return -1;
         }
-        s.header_spans_.push_back({{s.head_.size(), 0}, {s.head_.size(), 0}});
-        s.last_field_ = Field::name;
+        spans.emplace_back();
     }
-    if (!s.append_head(at, length)) return -1;
-    s.header_spans_.back().name.size += length;
+    Span span{spans.back().name.offset, spans.back().name.size};
+    if (!s.add_to_field(Field::name, span, at, length)) return -1;
+    spans.back().name = {span.offset, span.size};
     return 0;
 }
 
 int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
     if (s.headers_done_) return 0;
-    if (s.last_field_ != Field::value) {
-        s.header_spans_.back().value = {s.head_.size(), 0};
-        s.last_field_ = Field::value;
-    }
-    if (!s.append_head(at, length)) return -1;
-    s.header_spans_.back().value.size += length;
+    auto& spans = current_spans.pairs;
+    Span span{spans.back().value.offset, spans.back().value.size};
+    if (!s.add_to_field(Field::value, span, at, length)) return -1;
+    spans.back().value = {span.offset, span.size};
     return 0;
 }
 
@@ -137,9 +195,10 @@ int HttpParser::on_headers_complete(llhttp_t* p) {
     // RFC 9110 §10.1.1: an HTTP/1.1 client waiting to send a body gets a 100 first.
     const bool body_follows = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
     if (body_follows && p->http_major == 1 && p->http_minor >= 1) {
-        for (const HeaderSpan& h : s.header_spans_) {
-            std::string_view name = std::string_view(s.head_).substr(h.name.offset, h.name.size);
-            std::string_view value = std::string_view(s.head_).substr(h.value.offset, h.value.size);
+        const char* base = s.borrowed_ ? s.message_start_ : s.head_.data();
+        for (const auto& h : current_spans.pairs) {
+            std::string_view name(base + h.name.offset, h.name.size);
+            std::string_view value(base + h.value.offset, h.value.size);
             if (iequals(name, "expect") && iequals(value, "100-continue")) {
                 s.sink_->on_continue_expected();
                 break;
@@ -162,14 +221,14 @@ int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
 int HttpParser::on_message_complete(llhttp_t* p) {
     HttpParser& s = self(p);
     s.in_message_ = false;
-    HttpRequest& r = s.request_;
-    // Views are built only now: head_ may have reallocated while growing.
+    HttpRequest& r = current_request;
+    const char* base = s.borrowed_ ? s.message_start_ : s.head_.data();
     r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
-    r.target = std::string_view(s.head_).substr(s.target_.offset, s.target_.size);
+    r.target = std::string_view(base + s.target_.offset, s.target_.size);
     r.headers.clear();
-    for (const HeaderSpan& h : s.header_spans_)
-        r.headers.push_back({std::string_view(s.head_).substr(h.name.offset, h.name.size),
-                             std::string_view(s.head_).substr(h.value.offset, h.value.size)});
+    for (const auto& h : current_spans.pairs)
+        r.headers.push_back({std::string_view(base + h.name.offset, h.name.size),
+                             std::string_view(base + h.value.offset, h.value.size)});
     r.body = s.body_;
     r.http_major = p->http_major;
     r.http_minor = p->http_minor;

@@ -57,6 +57,8 @@ public:
     std::size_t consumed() const { return consumed_; }
     /// Leaves the paused state.
     void resume();
+    /// Between requests: frees the buffers kept for reuse, so an idle connection is small.
+    void release_memory();
 
     /// llhttp's reason for the last bad_request, for the log.
     const char* error_reason() const;
@@ -68,6 +70,7 @@ public:
 
 private:
     static int on_message_begin(llhttp_t*);
+    static int on_method(llhttp_t*, const char*, std::size_t);
     static int on_url(llhttp_t*, const char*, std::size_t);
     static int on_header_field(llhttp_t*, const char*, std::size_t);
     static int on_header_value(llhttp_t*, const char*, std::size_t);
@@ -77,10 +80,15 @@ private:
     static int on_message_complete(llhttp_t*);
 
     static const llhttp_settings_t& settings();
-    bool append_head(const char* at, std::size_t length);
 
     struct Span { std::size_t offset = 0, size = 0; };
     struct HeaderSpan { Span name, value; };
+    enum class Field : std::uint8_t { none, url, name, value };
+
+    /// Records `length` bytes at `at` as part of `field`; false past the head limit.
+    bool add_to_field(Field field, Span& span, const char* at, std::size_t length);
+    /// End of a feed in mid-request: copy what the spans point at out of the caller's buffer.
+    void keep_partial_head(const char* input_end);
 
     llhttp_t parser_;
     ParseLimits limits_;
@@ -88,15 +96,18 @@ private:
     RequestSink* sink_ = nullptr;
     bool in_message_ = false;
     bool headers_done_ = false;  // later header callbacks are chunked trailers
+    // A request that arrives whole in one feed is parsed in place: spans are offsets from
+    // message_start_ in the caller's buffer. Only a request split across feeds is copied
+    // into head_, and then continues there.
+    bool borrowed_ = true;
+    Field last_field_ = Field::none;
+    const char* message_start_ = nullptr;
+    std::size_t head_bytes_ = 0;
     std::size_t consumed_ = 0;
-
-    // Storage reused across requests: no allocation once warm.
-    std::string head_;   // method, target, header names and values, back to back
-    std::string body_;
     Span target_;
-    std::vector<HeaderSpan> header_spans_;
-    enum class Field { none, url, name, value } last_field_ = Field::none;
-    HttpRequest request_;
+    std::string head_;
+    std::string body_;
+    std::vector<HeaderSpan> saved_spans_;  // spans of a split request, between feeds
 };
 
 } // namespace cspd

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,32 @@ TEST(HttpParser, ReassemblesARequestFedOneByteAtATime) {
     EXPECT_EQ(sink.requests[0].host, "h");
     EXPECT_EQ(sink.requests[0].body, "hello");
     EXPECT_EQ(sink.requests[0].header_count, 3u);
+}
+
+TEST(HttpParser, GivesTheSameRequestsWhereverTheInputIsCut) {
+    // Whole requests are parsed in place, split ones are copied: both must agree at every cut.
+    const std::string input = "GET /a?x=1 HTTP/1.1\r\nHost: one\r\nX-Empty:\r\nX-Long: " + std::string(40, 'v') +
+                              "\r\n\r\nPOST /b HTTP/1.1\r\nHost: two\r\nContent-Length: 3\r\n\r\nabc"
+                              "GET /c HTTP/1.1\r\nHost: three\r\n\r\n";
+    for (std::size_t cut = 0; cut <= input.size(); ++cut) {
+        HttpParser parser;
+        Collector sink;
+        std::string first(input.substr(0, cut));
+        ASSERT_EQ(parser.feed(first, sink), HttpParser::Status::ok) << cut;
+        // The first part's buffer is reused before the second part arrives, as a read buffer is.
+        std::fill(first.begin(), first.end(), 'X');
+        std::string second(input.substr(cut));
+        ASSERT_EQ(parser.feed(second, sink), HttpParser::Status::ok) << cut;
+        ASSERT_EQ(sink.requests.size(), 3u) << cut;
+        EXPECT_EQ(sink.requests[0].target, "/a?x=1") << cut;
+        EXPECT_EQ(sink.requests[0].host, "one") << cut;
+        EXPECT_EQ(sink.requests[0].header_count, 3u) << cut;
+        EXPECT_EQ(sink.requests[1].method, "POST") << cut;
+        EXPECT_EQ(sink.requests[1].body, "abc") << cut;
+        EXPECT_EQ(sink.requests[1].host, "two") << cut;
+        EXPECT_EQ(sink.requests[2].target, "/c") << cut;
+        EXPECT_EQ(sink.requests[2].host, "three") << cut;
+    }
 }
 
 TEST(HttpParser, DechunksAChunkedBody) {

@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""Side-by-side HTTP benchmark: cspd against nginx, h2o, lighttpd (and PHP's
+built-in server as the historical reference), on /csp/hello and /csp/xpng.
+
+Every server gets one worker / one event loop pinned to CPU 0; the load
+generator runs pinned to CPU 1; all traffic stays on 127.0.0.1. Servers are
+measured alternately in the same run, each figure is the median of several
+runs, and the server's CPU time per request comes from /proc/PID/task/*/schedstat.
+
+Run through bench/run, which installs the tools and builds cspd first.
+"""
+import argparse
+import base64
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PIXEL_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVQImWP4////fwAJ+wP9CNHoHgAAAABJRU5ErkJggg=="
+HELLO = "<h1>HELLO WORLD</h1>"
+SERVER_CPU, CLIENT_CPU = "0", "1"
+ENDPOINTS = ["hello", "xpng"]
+BASE_PORT = 18800
+FD_LIMIT = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
+
+
+# --- servers -------------------------------------------------------------------
+
+class Server:
+    """A peer under test: writes its config, starts pinned to SERVER_CPU, stops."""
+
+    def __init__(self, name, port, work, description):
+        self.name, self.port, self.description = name, port, description
+        self.work = work / re.sub(r"[^a-z0-9]", "", name)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.proc = None
+
+    def command(self):
+        raise NotImplementedError
+
+    def start(self):
+        log = open(self.work / "server.log", "wb")
+        self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU] + self.command(), stdout=log, stderr=log,
+                                     cwd=self.work, start_new_session=True)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError(f"{self.name} did not start; see {self.work / 'server.log'}")
+        for endpoint in ENDPOINTS:  # every peer must answer the same bytes
+            status, body = http_get(self.port, f"/csp/{endpoint}")
+            expected = HELLO.encode() if endpoint == "hello" else base64.b64decode(PIXEL_B64)
+            if status != 200 or body != expected:
+                raise RuntimeError(f"{self.name} answers /csp/{endpoint} with {status} {body[:60]!r}")
+
+    def pid(self):
+        return self.proc.pid
+
+    def cpu_ns(self):
+        total = 0
+        for task in Path(f"/proc/{self.pid()}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return total
+
+    def rss_kib(self):
+        for line in Path(f"/proc/{self.pid()}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def static_tree(work):
+    """The two endpoints as files, for the servers that serve them statically."""
+    www = work / "www" / "csp"
+    www.mkdir(parents=True, exist_ok=True)
+    (www / "hello.html").write_text(HELLO)
+    (www / "xpng.png").write_bytes(base64.b64decode(PIXEL_B64))
+    return work / "www"
+
+
+class Cspd(Server):
+    def __init__(self, port, work, binary, handlers):
+        super().__init__("cspd", port, work, "1 event loop (--workers 1), handlers hello.so and xpng.so")
+        self.binary, self.handlers = binary, handlers
+
+    def command(self):
+        return [str(self.binary), "--port", str(self.port), "--bind", "127.0.0.1", "--workers", "1",
+                "--handlers", str(self.handlers), "--www", str(ROOT / "www"), "--log-level", "warn",
+                "--keepalive-timeout", "120"]
+
+
+class Nginx(Server):
+    def __init__(self, port, work):
+        super().__init__("nginx", port, work, "1 worker process (master_process off), `return 200` for hello, static file with "
+                         "open_file_cache for xpng, access log off, listen ... deferred reuseport")
+        www = static_tree(self.work)
+        (self.work / "nginx.conf").write_text(f"""
+worker_processes 1;
+daemon off;
+master_process off;
+worker_rlimit_nofile {FD_LIMIT};
+error_log {self.work}/error.log warn;
+pid {self.work}/nginx.pid;
+events {{ worker_connections {FD_LIMIT - 100}; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  open_file_cache max=1000 inactive=60s;
+  open_file_cache_valid 60s;
+  client_body_temp_path {self.work}; proxy_temp_path {self.work}; fastcgi_temp_path {self.work};
+  uwsgi_temp_path {self.work}; scgi_temp_path {self.work};
+  server {{
+    listen 127.0.0.1:{port} reuseport backlog=4096 deferred;
+    root {www};
+    location = /csp/hello {{ default_type text/html; return 200 "{HELLO}"; }}
+    location = /csp/xpng {{ default_type image/png; try_files /csp/xpng.png =404; }}
+  }}
+}}
+""")
+
+    def command(self):
+        return ["nginx", "-c", str(self.work / "nginx.conf"), "-e", str(self.work / "error.log")]
+
+
+class H2o(Server):
+    def __init__(self, port, work):
+        super().__init__("h2o", port, work, "num-threads 1, both endpoints as static files (file.file), no access log")
+        www = static_tree(self.work)
+        (self.work / "h2o.conf").write_text(f"""
+num-threads: 1
+user: root
+max-connections: {FD_LIMIT - 100}
+error-log: {self.work}/error.log
+pid-file: {self.work}/h2o.pid
+http1-request-timeout: 120
+listen:
+  host: 127.0.0.1
+  port: {port}
+hosts:
+  default:
+    paths:
+      /csp/hello:
+        file.file: {www}/csp/hello.html
+      /csp/xpng:
+        file.file: {www}/csp/xpng.png
+""")
+
+    def command(self):
+        return ["h2o", "-c", str(self.work / "h2o.conf")]
+
+
+class Lighttpd(Server):
+    def __init__(self, port, work):
+        super().__init__("lighttpd", port, work, "1 process, both endpoints as static files (url.rewrite to .html/.png), no access log, "
+                         "server.defer-accept")
+        www = static_tree(self.work)
+        (self.work / "lighttpd.conf").write_text(f"""
+server.document-root = "{www}"
+server.port = {port}
+server.bind = "127.0.0.1"
+server.errorlog = "{self.work}/error.log"
+server.max-keep-alive-requests = 100000000
+server.max-keep-alive-idle = 120
+server.max-connections = {(FD_LIMIT - 100) // 2}
+server.max-fds = {FD_LIMIT}
+server.defer-accept = 1
+url.rewrite-once = ( "^/csp/hello$" => "/csp/hello.html", "^/csp/xpng$" => "/csp/xpng.png" )
+server.modules = ( "mod_rewrite" )
+mimetype.assign = ( ".html" => "text/html", ".png" => "image/png" )
+""")
+
+    def command(self):
+        return ["lighttpd", "-D", "-f", str(self.work / "lighttpd.conf")]
+
+
+class Php(Server):
+    def __init__(self, port, work):
+        super().__init__("php -S", port, work, "the seed article's script under PHP's built-in server (single process)")
+        (self.work / "router.php").write_text(f"""<?php
+$path = parse_url($_SERVER["REQUEST_URI"], PHP_URL_PATH);
+if ($path === "/csp/xpng") {{
+    header("Content-type: image/png");
+    echo base64_decode("{PIXEL_B64}");
+}} elseif ($path === "/csp/hello") {{
+    echo "{HELLO}";
+}} else {{
+    http_response_code(404);
+}}
+""")
+
+    def command(self):
+        return ["php", "-S", f"127.0.0.1:{self.port}", str(self.work / "router.php")]
+
+
+def http_get(port, path):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, body
+
+
+# --- load generators ---------------------------------------------------------------
+
+def parse_duration_ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[unit]
+
+
+def run_wrk(server, endpoint, mode, seconds, connections=64):
+    url = f"http://127.0.0.1:{server.port}/csp/{endpoint}"
+    cmd = ["taskset", "-c", CLIENT_CPU, "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+           "--timeout", "2s"]
+    env = dict(os.environ)
+    if mode == "pipelined":
+        cmd += ["-s", str(HERE / "pipeline.lua")]
+        env["PIPELINE_DEPTH"] = "16"
+    elif mode == "close":
+        cmd += ["-H", "Connection: close"]
+    before = server.cpu_ns()
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, env=env, timeout=seconds + 30).stdout
+    cpu = server.cpu_ns() - before
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": parse_duration_ms(latency["50"]) if "50" in latency else None,
+        "p99_ms": parse_duration_ms(latency["99"]) if "99" in latency else None,
+        "cpu_us_per_req": cpu / 1000 / requests if requests else None,
+        "requests": requests,
+        "errors": errors + (int(non2xx.group(1)) if non2xx else 0),
+    }
+
+
+def run_ab(server, endpoint):
+    """The articles' own measurement: ab -n 1000 -c 1000, a new connection per request."""
+    url = f"http://127.0.0.1:{server.port}/csp/{endpoint}"
+    before = server.cpu_ns()
+    out = subprocess.run(["taskset", "-c", CLIENT_CPU, "ab", "-q", "-r", "-s", "10", "-n", "1000", "-c", "1000", url],
+                         capture_output=True, text=True, timeout=120).stdout
+    cpu = server.cpu_ns() - before
+    rps = re.search(r"Requests per second:\s+([\d.]+)", out)
+    failed = re.search(r"Failed requests:\s+(\d+)", out)
+    p50 = re.search(r"^\s+50%\s+(\d+)", out, re.M)
+    p99 = re.search(r"^\s+99%\s+(\d+)", out, re.M)
+    return {
+        "rps": float(rps.group(1)) if rps else 0.0,
+        "p50_ms": float(p50.group(1)) if p50 else None,
+        "p99_ms": float(p99.group(1)) if p99 else None,
+        "cpu_us_per_req": cpu / 1000 / 1000,
+        "requests": 1000,
+        "errors": int(failed.group(1)) if failed else 1000,
+    }
+
+
+# --- extra measurements -------------------------------------------------------------
+
+def idle_connection_rss(server, count):
+    """RSS growth per idle keep-alive connection: `count` clients each make one request, then idle."""
+    base = server.rss_kib()
+    sel = selectors.DefaultSelector()
+    socks, pending = [], {}
+    request = b"GET /csp/hello HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    for _ in range(count):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", server.port))
+        socks.append(s)
+        sel.register(s, selectors.EVENT_WRITE)
+        pending[s] = b""
+    answered = 0
+    deadline = time.time() + 60
+    while answered < count and time.time() < deadline:
+        for key, events in sel.select(timeout=1):
+            s = key.fileobj
+            if events & selectors.EVENT_WRITE:
+                s.send(request)
+                sel.modify(s, selectors.EVENT_READ)
+            else:
+                data = s.recv(4096)
+                pending[s] += data
+                if b"\r\n\r\n" in pending[s] or not data:
+                    sel.unregister(s)
+                    answered += 1
+    time.sleep(3)  # idle long enough for servers that release per-connection buffers
+    grown = server.rss_kib() - base
+    for s in socks:
+        s.close()
+    return {"connections": count, "answered": answered, "rss_growth_kib": grown,
+            "bytes_per_connection": grown * 1024 / max(answered, 1)}
+
+
+def reload_under_load(server, seconds, swaps_per_second=10):
+    """cspd only: keep-alive throughput while hello.so is replaced `swaps_per_second` times a second."""
+    baseline = run_wrk(server, "hello", "keepalive", seconds)
+    source = server.handlers / "hello.so"
+    image = source.read_bytes()
+    stop = threading.Event()
+    swaps = [0]
+
+    def swapper():
+        while not stop.is_set():
+            temporary = server.handlers / ".hello.so.part"
+            temporary.write_bytes(image)
+            os.replace(temporary, source)  # a new inode each time: a real reload
+            swaps[0] += 1
+            stop.wait(1 / swaps_per_second)
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    loaded = run_wrk(server, "hello", "keepalive", seconds)
+    stop.set()
+    thread.join()
+    return {"baseline_rps": baseline["rps"], "reloading_rps": loaded["rps"], "swaps": swaps[0],
+            "ratio": loaded["rps"] / baseline["rps"], "errors": loaded["errors"], "requests": loaded["requests"]}
+
+
+# --- reporting ---------------------------------------------------------------------
+
+MODES = ["keepalive", "pipelined", "close", "ab"]
+MODE_TITLES = {
+    "keepalive": "keep-alive (wrk, 64 conns)",
+    "pipelined": "pipelined x16 (wrk, 64 conns)",
+    "close": "new connection per request (wrk, 64 conns)",
+    "ab": "ab -n 1000 -c 1000",
+}
+
+
+def median_of(runs, key):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(raw, servers):
+    rows = []
+    for mode in MODES:
+        for endpoint in ENDPOINTS:
+            row = {"mode": mode, "endpoint": endpoint, "servers": {}}
+            for name in servers:
+                runs = raw[mode][endpoint][name]
+                row["servers"][name] = {k: median_of(runs, k) for k in
+                                        ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")}
+                row["servers"][name]["errors"] = sum(r["errors"] for r in runs)
+            peers = {n: v for n, v in row["servers"].items() if n not in ("cspd", "php -S")}
+            best = max(peers, key=lambda n: peers[n]["rps"] or 0)
+            leanest = min(peers, key=lambda n: peers[n]["cpu_us_per_req"] or float("inf"))
+            me = row["servers"]["cspd"]
+            row["best_peer"] = best
+            row["rps_ratio"] = me["rps"] / peers[best]["rps"] if peers[best]["rps"] else None
+            row["leanest_peer"] = leanest
+            row["cpu_ratio"] = (me["cpu_us_per_req"] / peers[leanest]["cpu_us_per_req"]
+                                if peers[leanest]["cpu_us_per_req"] else None)
+            rows.append(row)
+    return rows
+
+
+def fmt(value, digits=1):
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown(report):
+    lines = [f"# cspd benchmark — {report['date']}", "",
+             f"Machine: {report['machine']}. Each figure: median of {report['runs']} runs of {report['seconds']} s "
+             f"(ab: {report['runs']} runs of 1000 requests). Server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}.",
+             "", "Reproduce: `bash bench/run`", "",
+             "| mode | endpoint | server | req/s | p50 ms | p99 ms | CPU µs/req | errors |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for row in report["rows"]:
+        for name, v in row["servers"].items():
+            lines.append(f"| {MODE_TITLES[row['mode']]} | /csp/{row['endpoint']} | {name} | {fmt(v['rps'], 0)} | "
+                         f"{fmt(v['p50_ms'], 2)} | {fmt(v['p99_ms'], 2)} | {fmt(v['cpu_us_per_req'], 2)} | {v['errors']} |")
+    lines += ["", "## cspd against the best peer (same run)", "",
+              "| mode | endpoint | best peer (req/s) | cspd / best peer, req/s | leanest peer (CPU) | cspd / leanest, CPU per request |",
+              "|---|---|---|---:|---|---:|"]
+    for row in report["rows"]:
+        lines.append(f"| {MODE_TITLES[row['mode']]} | /csp/{row['endpoint']} | {row['best_peer']} | "
+                     f"{fmt(row['rps_ratio'], 2)}× | {row['leanest_peer']} | {fmt(row['cpu_ratio'], 2)}× |")
+    if report.get("idle"):
+        lines += ["", f"## Idle keep-alive connections ({report['idle_connections']:,} open)", "",
+                  "| server | answered | RSS growth | per connection |", "|---|---:|---:|---:|"]
+        for name, v in report["idle"].items():
+            lines.append(f"| {name} | {v['answered']:,} | {v['rss_growth_kib']:,} KiB | {v['bytes_per_connection']:,.0f} B |")
+    if report.get("reload"):
+        r = report["reload"]
+        lines += ["", "## Hot reload under load (cspd, keep-alive /csp/hello)", "",
+                  f"{r['swaps']} replacements of hello.so at 10 per second: {r['reloading_rps']:,.0f} req/s against "
+                  f"{r['baseline_rps']:,.0f} without ({r['ratio'] * 100:.1f}%), {r['errors']} failed requests "
+                  f"out of {r['requests']:,}."]
+    lines += ["", "## What each server was given", ""]
+    for name, description in report["descriptions"].items():
+        lines.append(f"- **{name}**: {description}")
+    return "\n".join(lines) + "\n"
+
+
+def chart(report, out_dir):
+    """Grouped bars of req/s per mode and endpoint, one colour per server (log scale)."""
+    names = list(report["descriptions"])
+    data = out_dir / "chart.dat"
+    with open(data, "w") as f:
+        f.write("case " + " ".join(f'"{n}"' for n in names) + "\n")
+        for row in report["rows"]:
+            label = f"{row['mode']}/{row['endpoint']}"
+            f.write(f'"{label}" ' + " ".join(str(row["servers"][n]["rps"] or 0) for n in names) + "\n")
+    script = f"""
+set terminal svg size 1000,480 dynamic font "sans,11"
+set output "{out_dir / 'chart.svg'}"
+set title "requests per second (log scale; higher is better) — one worker each, {report['machine_short']}"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.9 border -1
+set logscale y
+set yrange [100:*]
+set grid ytics
+set key top right
+set xtics rotate by -20
+plot for [i=2:{len(names) + 1}] "{data}" using i:xtic(1) title columnhead(i)
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+def machine_description():
+    model = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem = int(Path("/proc/meminfo").read_text().split()[1]) // (1024 * 1024)
+    return f"{os.cpu_count()} × {model}, {mem} GiB, Linux {platform.release()}", f"{os.cpu_count()} cores"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cspd", type=Path, required=True, help="cspd binary (Release)")
+    parser.add_argument("--handlers", type=Path, required=True, help="folder with hello.so and xpng.so")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--idle-connections", type=int, default=10000)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
+    args = parser.parse_args()
+    args.cspd, args.handlers, args.out = args.cspd.resolve(), args.handlers.resolve(), args.out.resolve()
+
+    # Inherited by servers and clients; a container may cap the hard limit (20,000 seen here).
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    work = Path(tempfile.mkdtemp(prefix="cspd-bench-"))
+    handlers = work / "handlers"
+    handlers.mkdir()
+    for name in ("hello.so", "xpng.so"):
+        shutil.copy(args.handlers / name, handlers / name)
+
+    servers = [Cspd(BASE_PORT, work, args.cspd, handlers), Nginx(BASE_PORT + 1, work), H2o(BASE_PORT + 2, work),
+               Lighttpd(BASE_PORT + 3, work), Php(BASE_PORT + 4, work)]
+    if args.only:
+        wanted = set(args.only.split(","))
+        servers = [s for s in servers if s.name in wanted or s.name == "cspd"]
+    raw = {m: {e: {s.name: [] for s in servers} for e in ENDPOINTS} for m in MODES}
+    report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "runs": args.runs, "seconds": args.seconds, "descriptions": {s.name: s.description for s in servers}}
+    report["machine"], report["machine_short"] = machine_description()
+    try:
+        for s in servers:
+            s.start()
+        for run in range(args.runs):
+            order = servers[run % len(servers):] + servers[:run % len(servers)]  # rotate who goes first
+            for mode in MODES:
+                for endpoint in ENDPOINTS:
+                    for s in order:
+                        if mode == "ab":
+                            result = run_ab(s, endpoint)
+                        else:
+                            run_wrk(s, endpoint, mode, 1)  # warm-up
+                            result = run_wrk(s, endpoint, mode, args.seconds)
+                        raw[mode][endpoint][s.name].append(result)
+                        print(f"run {run + 1}/{args.runs} {mode:9} {endpoint:5} {s.name:9} "
+                              f"{result['rps']:>12,.0f} req/s  {result['cpu_us_per_req'] or 0:7.2f} µs/req  "
+                              f"errors {result['errors']}", flush=True)
+        report["rows"] = summarize(raw, [s.name for s in servers])
+        if args.idle_connections:
+            report["idle_connections"] = args.idle_connections
+            report["idle"] = {}
+            for s in servers:
+                if s.name == "php -S":
+                    continue  # one request at a time: it cannot hold thousands of connections
+                report["idle"][s.name] = idle_connection_rss(s, args.idle_connections)
+                print(f"idle {s.name}: {report['idle'][s.name]}", flush=True)
+        report["reload"] = reload_under_load(servers[0], args.seconds)
+        print(f"reload: {report['reload']}", flush=True)
+    finally:
+        for s in servers:
+            s.stop()
+    report["raw"] = raw
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(report, indent=1))
+    (args.out / "results.md").write_text(markdown(report))
+    chart(report, args.out)
+    print((args.out / "results.md").read_text())
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
