@@ -258,7 +258,9 @@ def run_wrk(server, endpoint, mode, seconds, connections=64):
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
+    # wrk leaves a percentile at 0 when it has no sample for it (it times pipelined batches, not
+    # each request): report that as missing rather than as zero.
+    latency = {k: v for k, v in re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M) if parse_duration_ms(v) > 0}
     return {
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         "p50_ms": parse_duration_ms(latency["50"]) if "50" in latency else None,

@@ -18,6 +18,8 @@ struct Config {
     unsigned keepalive_timeout_s = 15;
     unsigned header_timeout_s = 10;
     unsigned drain_timeout_s = 10;       ///< graceful stop waits this long for in-flight requests
+    std::size_t max_connections = 10000; ///< over all loops; more are answered 503 and closed
+    bool strict_handler_modes = true;    ///< refuse handler files others could have written (sshd StrictModes)
 };
 
 } // namespace cspd

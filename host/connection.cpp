@@ -183,7 +183,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
         streaming_->items.push_back({{}, std::move(body_file), 0});
         out.clear();
     }
-    if (!keep_alive) {
+    if (!keep_alive || loop_.router().close_after()) {
         closing_ = true;
         return SinkAction::stop;
     }
@@ -196,6 +196,8 @@ void Connection::on_parse_failure(HttpParser::Status status) {
     int code = 400;
     switch (status) {
     case HttpParser::Status::head_too_large: code = 431; break;
+    case HttpParser::Status::uri_too_long: code = 414; break;
+    case HttpParser::Status::bad_version: code = 505; break;
     case HttpParser::Status::body_too_large: code = 413; break;
     case HttpParser::Status::upgrade:
         // The request before the upgrade was answered; we speak no other protocol.

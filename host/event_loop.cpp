@@ -1,6 +1,7 @@
 #include "event_loop.hpp"
 
 #include "connection.hpp"
+#include "http_response.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -20,7 +21,8 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
     : index_(index), config_(config), acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
-      router_(handlers_, www, date_) {}
+      router_(handlers_, www, date_),
+      connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.workers - 1) / std::max(1u, config.workers))) {}
 
 EventLoop::~EventLoop() {
     // Called after run() has returned. Connections point back at this loop, so close
@@ -82,12 +84,14 @@ void EventLoop::begin_drain() {
 void EventLoop::stop() { io_.stop(); }
 
 void EventLoop::attach(Connection* c) {
+    ++connection_count_;
     c->next = connections_;
     if (connections_) connections_->prev = c;
     connections_ = c;
 }
 
 void EventLoop::detach(Connection* c) {
+    --connection_count_;
     if (c->prev) c->prev->next = c->next;
     else if (connections_ == c) connections_ = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -128,6 +132,10 @@ void EventLoop::accept_ready() {
             after_accept_error();
             return;
         }
+        if (connection_count_ >= connection_limit_) {
+            refuse_overload(fd);
+            continue;
+        }
         tcp::endpoint endpoint;
         std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
         endpoint.resize(length);
@@ -138,6 +146,19 @@ void EventLoop::accept_ready() {
 
 // Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at
 // once, where freed heap chunks between live objects would keep an idle server's RSS high.
+void EventLoop::refuse_overload(int fd) {
+    // Over --max-connections: a short, honest answer and a close, never a silent hang.
+    std::string answer;
+    append_error(answer, 503, date_.now(), false, false);
+    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(fd);
+    if (last_overload_log_ != now_s_) {  // at most once a second
+        last_overload_log_ = now_s_;
+        spdlog::warn("loop {}: {} connections open, the most allowed; refusing new ones with 503", index_,
+                     connection_count_);
+    }
+}
+
 char* EventLoop::acquire_buffer() {
     if (!free_buffers_.empty()) {
         char* buffer = free_buffers_.back();

@@ -64,6 +64,7 @@ public:
 private:
     void accept();
     void accept_ready();
+    void refuse_overload(int fd);
     void tick();
     void after_accept_error();
 
@@ -80,6 +81,9 @@ private:
     std::string output_;
     std::vector<char*> free_buffers_;  // recycled read buffers (mapped)
     Connection* connections_ = nullptr;       // intrusive list of live connections
+    std::size_t connection_count_ = 0;
+    std::size_t connection_limit_;            // this loop's share of --max-connections
+    std::uint32_t last_overload_log_ = ~0u;
     std::uint32_t now_s_ = 0;
     bool draining_ = false;
 };

@@ -69,9 +69,25 @@ bool write_all(int fd, std::string_view bytes) {
     return true;
 }
 
+/// Like sshd's StrictModes: code that runs inside the server must not be writable by anyone the
+/// server does not trust. Empty if the file and its folder pass.
+std::string trust_problem(const struct stat& file, const std::filesystem::path& folder) {
+    const uid_t me = ::geteuid();
+    if (file.st_uid != 0 && file.st_uid != me)
+        return "owned by uid " + std::to_string(file.st_uid) + ", neither root nor the server's user";
+    if (file.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others (chmod go-w)";
+    struct stat dir;
+    if (::stat(folder.c_str(), &dir) != 0) return "cannot stat its folder";
+    if (dir.st_uid != 0 && dir.st_uid != me)
+        return "its folder is owned by uid " + std::to_string(dir.st_uid) + ", neither root nor the server's user";
+    if (dir.st_mode & S_IWOTH) return "its folder is writable by others (chmod o-w " + folder.string() + ")";
+    return {};
+}
+
 } // namespace
 
-HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent) {
+HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
+    : strict_modes_(strict_modes) {
     std::string pattern = (scratch_parent / ("cspd-" + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (!::mkdtemp(pattern.data()))
         throw std::system_error(errno, std::system_category(),
@@ -102,6 +118,12 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     if (::fstat(source.fd, &before) != 0 || !S_ISREG(before.st_mode)) {
         result.error = "not a regular file";
         return result;
+    }
+    if (strict_modes_) {
+        if (std::string why = trust_problem(before, file.parent_path()); !why.empty()) {
+            result.error = "untrusted: " + why + " (--insecure-handlers turns this check off)";
+            return result;
+        }
     }
     if (static_cast<std::uint64_t>(before.st_size) > kMaxHandlerFile) {
         result.error = "file too large (" + std::to_string(before.st_size) + " bytes)";

@@ -22,7 +22,8 @@ struct LoadResult {
 class HandlerLoader {
 public:
     /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
-    explicit HandlerLoader(const std::filesystem::path& scratch_parent);
+    /// With `strict_modes`, refuses files that someone other than root or this user could have written.
+    explicit HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes = true);
     ~HandlerLoader();
     HandlerLoader(const HandlerLoader&) = delete;
     HandlerLoader& operator=(const HandlerLoader&) = delete;
@@ -37,6 +38,7 @@ public:
 
 private:
     std::filesystem::path scratch_dir_;
+    bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
 };
 

@@ -107,7 +107,8 @@ const char* HttpParser::error_reason() const {
 bool HttpParser::add_to_field(Field field, Span& span, const char* at, std::size_t length) {
     head_bytes_ += length;
     if (head_bytes_ > limits_.max_head_bytes) {
-        status_ = Status::head_too_large;
+        // RFC 9110 §15.5.15: a target that alone is too long gets its own status.
+        status_ = field == Field::url ? Status::uri_too_long : Status::head_too_large;
         return false;
     }
     if (borrowed_) {
@@ -188,6 +189,10 @@ int HttpParser::on_header_value_complete(llhttp_t* p) {
 int HttpParser::on_headers_complete(llhttp_t* p) {
     HttpParser& s = self(p);
     s.headers_done_ = true;
+    if (p->http_major != 1) {  // llhttp also accepts 0.9 and 2.0 lines; this server speaks 1.x
+        s.status_ = Status::bad_version;
+        return -1;
+    }
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_bytes) {
         s.status_ = Status::body_too_large;  // refuse before reading any of it
         return -1;

@@ -43,6 +43,8 @@ public:
         upgrade,        ///< protocol upgrade / CONNECT: not supported, close
         bad_request,    ///< malformed: answer 400 and close
         head_too_large, ///< answer 431 and close
+        uri_too_long,   ///< the request-target alone is over the head limit: answer 414 and close
+        bad_version,    ///< not HTTP/1.x: answer 505 and close
         body_too_large, ///< answer 413 and close
     };
 

@@ -39,6 +39,7 @@ std::string_view reason_phrase(int status) {
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
     }
 }

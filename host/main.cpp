@@ -44,7 +44,15 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
         ->capture_default_str();
+    app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
+        ->capture_default_str();
+    app.add_option("--max-header-size", config.max_head_bytes, "request line + headers, bytes (larger: 431, or 414 for the URL)")
+        ->capture_default_str();
+    bool insecure_handlers = false;
+    app.add_flag("--insecure-handlers", insecure_handlers,
+                 "load handler files even if group/others may write them or their folder (development only)");
     CLI11_PARSE(app, argc, argv);
+    config.strict_handler_modes = !insecure_handlers;
 
     config.handlers_dir = handlers_dir;
     config.www_dir = www_dir;

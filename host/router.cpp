@@ -8,6 +8,13 @@
 namespace cspd {
 namespace {
 constexpr std::string_view kHandlerPrefix = "/csp/";
+
+bool has_single_host(const HttpRequest& request) {
+    int hosts = 0;
+    for (const auto& h : request.headers)
+        if (h.name.size() == 4 && iequals(h.name, "host")) ++hosts;
+    return hosts == 1;
+}
 } // namespace
 
 struct Router::Context {
@@ -21,33 +28,43 @@ struct Router::Context {
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date)
     : handlers_(handlers), www_(www), date_(date) {}
 
-void Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+int Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
                      StaticFiles::File& body_file) {
     const bool http10 = request.http_major == 1 && request.http_minor == 0;
-    SplitTarget target = split_target(request.target);
-    decoded_path_.clear();
+    close_after_ = false;
     Context ctx{request, client, keep_alive, http10, {}};
-    // Only origin-form ("/path") is served; absolute-form and '*' are not ours.
-    if (target.path.empty() || target.path.front() != '/' || !percent_decode(target.path, decoded_path_, false)) {
-        error(ctx, 400, out);
-        return;
+    // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host.
+    if (!http10 && !has_single_host(request)) {
+        return error(ctx, 400, out);
     }
-    ctx.path = decoded_path_;
+    // Origin-form ("/path"), or absolute-form ("http://host/path"), which a server must accept
+    // (RFC 9112 §3.2.2); asterisk- and authority-form are not for this server.
+    SplitTarget target = split_target(without_scheme_and_authority(request.target));
+    if (target.path.empty() || target.path.front() != '/') {
+        return error(ctx, 400, out);
+    }
+    if (target.path.find('%') == std::string_view::npos) {
+        ctx.path = target.path;  // nothing to decode: no copy
+    } else {
+        decoded_path_.clear();
+        if (!percent_decode(target.path, decoded_path_, false)) {
+            return error(ctx, 400, out);
+        }
+        ctx.path = decoded_path_;
+    }
 
     if (ctx.path.starts_with(kHandlerPrefix)) {
         std::string_view name = ctx.path.substr(kHandlerPrefix.size());
         const HandlerVersion* handler = is_valid_handler_name(name) ? handlers_.find(name) : nullptr;
         if (!handler) {
-            error(ctx, 404, out);
-            return;
+            return error(ctx, 404, out);
         }
-        run_handler(*handler, ctx, target.query, out);
-        return;
+        return run_handler(*handler, ctx, target.query, out);
     }
-    serve_static(ctx, out, body_file);
+    return serve_static(ctx, out, body_file);
 }
 
-void Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query,
+int Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query,
                          std::string& out) {
     reply_.reset();
     view_.bind(ctx.request, ctx.path, query, ctx.client.address, ctx.client.port, handler.state());
@@ -56,18 +73,15 @@ void Router::run_handler(const HandlerVersion& handler, const Context& ctx, std:
         status = handler.handle(view_.raw(), reply_.raw());
     } catch (const std::exception& e) {
         spdlog::error("handler {}: threw on {} {}: {}", handler.describe(), ctx.request.method, ctx.path, e.what());
-        error(ctx, 500, out);
-        return;
+        return error(ctx, 500, out);
     } catch (...) {
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), ctx.request.method,
                       ctx.path);
-        error(ctx, 500, out);
-        return;
+        return error(ctx, 500, out);
     }
     if (status < 200 || status > 599) {
         spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), status);
-        error(ctx, 500, out);
-        return;
+        return error(ctx, 500, out);
     }
     ResponseHead head;
     head.status = status;
@@ -78,9 +92,10 @@ void Router::run_handler(const HandlerVersion& handler, const Context& ctx, std:
     head.http10 = ctx.http10;
     head.head_only = ctx.request.head;
     append_response(out, head, reply_.body());
+    return status;
 }
 
-void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file) {
+int Router::serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file) {
     if (ctx.request.method != "GET" && !ctx.request.head) {
         ResponseHead head;
         head.status = 405;
@@ -90,22 +105,19 @@ void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::Fil
         head.keep_alive = ctx.keep_alive;
         head.http10 = ctx.http10;
         append_response(out, head, "405 Method Not Allowed\n");
-        return;
+        return 405;
     }
     if (has_unsafe_segment(ctx.path) || has_hidden_segment(ctx.path)) {
-        error(ctx, 404, out);
-        return;
+        return error(ctx, 404, out);
     }
     StaticFiles::File file;
     switch (www_.open(ctx.path, file)) {
     case StaticFiles::Outcome::found:
         break;
     case StaticFiles::Outcome::not_found:
-        error(ctx, 404, out);
-        return;
+        return error(ctx, 404, out);
     case StaticFiles::Outcome::forbidden:
-        error(ctx, 403, out);
-        return;
+        return error(ctx, 403, out);
     case StaticFiles::Outcome::redirect_to_slash: {
         // Location is built from the raw target's path so that encoding survives; leading slashes
         // collapse to one, or "//host/" would send the browser to another site.
@@ -122,7 +134,7 @@ void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::Fil
         head.http10 = ctx.http10;
         head.head_only = ctx.request.head;
         append_response(out, head, "301 Moved Permanently\n");
-        return;
+        return 301;
     }
     }
     ResponseHead head;
@@ -133,20 +145,25 @@ void Router::serve_static(const Context& ctx, std::string& out, StaticFiles::Fil
     head.http10 = ctx.http10;
     const std::size_t before = out.size();
     append_head(out, head, file.size);
-    if (ctx.request.head) return;
+    if (ctx.request.head) return 200;
     if (file.size >= kStreamFileBytes) {
         body_file = std::move(file);
-        return;
+        return 200;
     }
     if (!StaticFiles::read_into(file, out)) {
         out.resize(before);
         spdlog::error("static file {}: read failed", ctx.path);
-        error(ctx, 500, out);
+        return error(ctx, 500, out);
     }
+    return 200;
 }
 
-void Router::error(const Context& ctx, int status, std::string& out) {
-    append_error(out, status, date_.now(), ctx.keep_alive, ctx.http10, ctx.request.head);
+int Router::error(const Context& ctx, int status, std::string& out) {
+    // A request this malformed says nothing good about the rest of the stream: close after it.
+    const bool keep_alive = ctx.keep_alive && status != 400;
+    if (ctx.keep_alive && !keep_alive) close_after_ = true;
+    append_error(out, status, date_.now(), keep_alive, ctx.http10, ctx.request.head);
+    return status;
 }
 
 } // namespace cspd

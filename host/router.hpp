@@ -28,19 +28,24 @@ public:
 
     /// Appends the response to `request` to `out`. For a large static file only the head goes
     /// into `out` and `body_file` is opened: its bytes follow the head on the wire.
-    void respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
-                 StaticFiles::File& body_file);
+    /// Returns the status sent.
+    int respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+                StaticFiles::File& body_file);
+
+    /// True if the last response said "Connection: close" on its own account (a malformed request).
+    bool close_after() const { return close_after_; }
 
 private:
     struct Context;
-    void run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
-    void serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file);
-    void error(const Context& ctx, int status, std::string& out);
+    int run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
+    int serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file);
+    int error(const Context& ctx, int status, std::string& out);
 
     const HandlerTable& handlers_;
     const StaticFiles& www_;
     DateCache& date_;
     std::string decoded_path_;
+    bool close_after_ = false;
     HandlerRequestView view_;
     HandlerReply reply_;
 };

@@ -46,7 +46,7 @@ int Server::run() {
     asio::io_context control;
     // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
     asio::signal_set signals(control, SIGINT, SIGTERM);
-    HandlerLoader loader(scratch_parent());
+    HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
     HandlerRegistry registry;
     for (auto& loop : loops) {
         EventLoop* target = loop.get();

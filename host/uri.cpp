@@ -1,5 +1,7 @@
 #include "uri.hpp"
 
+#include "http_request.hpp"
+
 namespace cspd {
 namespace {
 int hex_value(char c) {
@@ -14,6 +16,19 @@ SplitTarget split_target(std::string_view target) {
     auto q = target.find('?');
     if (q == std::string_view::npos) return {target, {}};
     return {target.substr(0, q), target.substr(q + 1)};
+}
+
+std::string_view without_scheme_and_authority(std::string_view target) {
+    std::size_t scheme_end;
+    if (target.size() >= 7 && iequals(target.substr(0, 7), "http://"))
+        scheme_end = 7;
+    else if (target.size() >= 8 && iequals(target.substr(0, 8), "https://"))
+        scheme_end = 8;
+    else
+        return target;
+    const std::size_t path = target.find_first_of("/?", scheme_end);
+    if (path == std::string_view::npos || target[path] == '?') return "/";
+    return target.substr(path);
 }
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {

@@ -13,6 +13,9 @@ struct SplitTarget {
 
 SplitTarget split_target(std::string_view target);
 
+/// "http://host:8080/a?b" -> "/a?b"; "http://host" -> "/"; anything else is returned as is.
+std::string_view without_scheme_and_authority(std::string_view target);
+
 /// Appends the decoding of `in` to `out`. With plus_is_space, '+' becomes ' '
 /// (form encoding, for query strings). False on a malformed escape or an encoded NUL.
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
