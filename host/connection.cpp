@@ -350,8 +350,8 @@ void Connection::on_tick(std::uint32_t now) {
             if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
         } else if (now - last_request_ >= config.keepalive_timeout_s) {
             close();
-        } else if (state_ == State::reading && now != last_read_ && !park_requested_) {
-            // Quiet for a tick: hand the buffer back. The cancelled read completes with
+        } else if (state_ == State::reading && now - last_read_ >= 2 && !park_requested_) {
+            // Quiet for a whole second: hand the buffer back. The cancelled read completes with
             // operation_aborted and parks (or brings data that arrived meanwhile).
             park_requested_ = true;
             boost::system::error_code ec;

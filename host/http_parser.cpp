@@ -1,8 +1,22 @@
 #include "http_parser.hpp"
 
+#include <array>
+#include <cstring>
+
 namespace cspd {
 namespace {
 HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
+
+bool is_token_char(char c) {
+    static const auto table = [] {
+        std::array<bool, 256> t{};
+        for (int ch = 0; ch < 256; ++ch)
+            t[ch] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    (ch != 0 && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(ch)) != std::string_view::npos);
+        return t;
+    }();
+    return table[static_cast<unsigned char>(c)];
+}
 
 constexpr std::size_t kMaxHeaders = 100;
 
@@ -49,6 +63,7 @@ HttpParser::HttpParser(ParseLimits limits) : limits_(limits) {
 HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     if (status_ != Status::ok) return status_;  // a failed stream stays failed
     sink_ = &sink;
+    value_end_ = nullptr;  // pieces from an earlier feed are not adjacent by address
     // A request split across feeds continues with the spans it had so far.
     auto& spans = current_spans.pairs;
     spans.clear();
@@ -157,6 +172,9 @@ int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length)
     HttpParser& s = self(p);
     // Trailers are not headers: a client must not be able to add or override headers after the body.
     if (s.headers_done_) return 0;
+    // llhttp 8 lets a space inside a field name through; RFC 9110 §5.1 says token.
+    for (std::size_t i = 0; i < length; ++i)
+        if (!is_token_char(at[i])) return -1;
     auto& spans = current_spans.pairs;
     if (s.last_field_ != Field::name) {
         if (spans.size() >= kMaxHeaders) {
@@ -174,6 +192,13 @@ int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length)
 int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
     if (s.headers_done_) return 0;
+    // llhttp 8 passes obsolete line folding through as CR LF inside the value: refuse it
+    // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
+    if (std::memchr(at, '\r', length) || std::memchr(at, '\n', length)) return -1;
+    // It may also report the folded part as a second piece of the same value, not adjacent to the
+    // first: within one feed, pieces of one value are always adjacent, so a gap means a fold.
+    if (s.last_field_ == Field::value && s.value_end_ && at != s.value_end_) return -1;
+    s.value_end_ = at + length;
     auto& spans = current_spans.pairs;
     Span span{spans.back().value.offset, spans.back().value.size};
     if (!s.add_to_field(Field::value, span, at, length)) return -1;

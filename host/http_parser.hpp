@@ -104,6 +104,7 @@ private:
     bool borrowed_ = true;
     Field last_field_ = Field::none;
     const char* message_start_ = nullptr;
+    const char* value_end_ = nullptr;  // end of the last header-value piece seen in this feed
     std::size_t head_bytes_ = 0;
     std::size_t consumed_ = 0;
     Span target_;

@@ -9,6 +9,15 @@ namespace cspd {
 namespace {
 constexpr std::string_view kHandlerPrefix = "/csp/";
 
+/// RFC 3986 allows no spaces, tabs or other control bytes in a URI.
+bool has_control_bytes(std::string_view target) {
+    for (char c : target) {
+        auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u == 0x7f) return true;
+    }
+    return false;
+}
+
 bool has_single_host(const HttpRequest& request) {
     int hosts = 0;
     for (const auto& h : request.headers)
@@ -40,7 +49,7 @@ int Router::respond(const HttpRequest& request, const ClientInfo& client, bool k
     // Origin-form ("/path"), or absolute-form ("http://host/path"), which a server must accept
     // (RFC 9112 §3.2.2); asterisk- and authority-form are not for this server.
     SplitTarget target = split_target(without_scheme_and_authority(request.target));
-    if (target.path.empty() || target.path.front() != '/') {
+    if (target.path.empty() || target.path.front() != '/' || has_control_bytes(request.target)) {
         return error(ctx, 400, out);
     }
     if (target.path.find('%') == std::string_view::npos) {

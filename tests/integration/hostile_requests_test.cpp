@@ -77,7 +77,7 @@ std::vector<Case> cases() {
         {"http/1.2", "GET /csp/hello HTTP/1.2\r\nHost: h\r\n\r\n", 400},
         {"http/3.0", "GET /csp/hello HTTP/3.0\r\nHost: h\r\n\r\n", 400},
         {"http/2.0 in http/1 syntax", "GET /csp/hello HTTP/2.0\r\nHost: h\r\n\r\n", 505},
-        {"no version", "GET /csp/hello\r\nHost: h\r\n\r\n", 400},
+        {"http/0.9 request line", "GET /csp/hello\r\nHost: h\r\n\r\n", 505},
         {"garbage version", "GET /csp/hello HTTP/x.y\r\nHost: h\r\n\r\n", 400},
         {"space in target", "GET /csp/hel lo HTTP/1.1\r\nHost: h\r\n\r\n", 400},
         {"tab in target", "GET /csp/hel\tlo HTTP/1.1\r\nHost: h\r\n\r\n", 400},
@@ -154,7 +154,10 @@ TEST_F(HostileRequestsTest, EachGetsItsExactStatusAndTheServerGoesOn) {
             HttpClient client(server.port());
             client.send(c.request);
             r = client.read_response(c.request.rfind("HEAD ", 0) == 0);
-            if (r && r->status >= 400) EXPECT_EQ(r->header("connection"), "close");
+            // After a malformed request nothing on the connection can be trusted: it is closed.
+            const bool malformed = r && (r->status == 400 || r->status == 413 || r->status == 414 ||
+                                         r->status == 431 || r->status == 505);
+            if (malformed) EXPECT_EQ(r->header("connection"), "close");
             if (r && r->status >= 200) EXPECT_EQ(r->body.find("outside"), std::string::npos);
         } catch (const std::exception& e) {
             ADD_FAILURE() << "client error: " << e.what();

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -34,7 +35,11 @@ TestServer::~TestServer() {
 
 void TestServer::start() {
     std::vector<std::string> args{CSPD_BINARY, "--port", "0", "--bind", "127.0.0.1", "--handlers", handlers_.string(),
-                                  "--www", www_.string(), "--workers", "2", "--log-level", "debug"};
+                                  "--www", www_.string(), "--log-level", "debug"};
+    if (std::find(extra_args_.begin(), extra_args_.end(), "--workers") == extra_args_.end()) {
+        args.push_back("--workers");
+        args.push_back("2");  // two loops on every machine: cross-loop effects show in tests
+    }
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

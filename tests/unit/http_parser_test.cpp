@@ -160,7 +160,8 @@ TEST(HttpParser, RejectsMalformedInput) {
     for (const char* bad : {"GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
                             "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
                             "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+                            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                            "GET / HTTP/1.1\r\nX-Folded: a\r\n b\r\n\r\n", "GET / HTTP/1.1\r\nBad Name: v\r\n\r\n"}) {
         HttpParser parser;
         Collector sink;
         EXPECT_EQ(parser.feed(bad, sink), HttpParser::Status::bad_request) << bad;

@@ -112,6 +112,7 @@ TEST_F(RouterTest, HandsLargeFilesOverForStreaming) {
     HttpRequest request;
     request.method = "GET";
     request.target = "/big.bin";
+    request.headers = {{"Host", "h"}};
     std::string out;
     StaticFiles::File file;
     router.respond(request, ClientInfo{"10.1.2.3", 4000}, true, out, file);
@@ -137,8 +138,12 @@ TEST_F(RouterTest, NeverLeavesTheWwwFolder) {
     for (const char* target : {"/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/docs/../../secret.txt",
                                "/escape.txt", "/escape-relative.txt", "/..%5csecret.txt", "/./index.html"})
         EXPECT_EQ(ask("GET", target).status, 404) << target;
-    for (const char* target : {"/a%00b", "/%zz", "secret.txt", "http://evil/secret.txt"})
+    for (const char* target : {"/a%00b", "/%zz", "secret.txt", "/a\tb", "*"})
         EXPECT_EQ(ask("GET", target).status, 400) << target;
+    // Absolute-form is accepted and resolved like any path: still inside www only.
+    EXPECT_EQ(ask("GET", "http://evil/secret.txt").status, 404);
+    EXPECT_EQ(ask("GET", "http://evil/../secret.txt").status, 404);
+    EXPECT_EQ(ask("GET", "HTTP://example.com/style.css").status, 200);
 }
 
 TEST_F(RouterTest, RedirectsOnlyWithinThisSite) {
