@@ -32,8 +32,12 @@ function(csp_add_handler name)
   endif()
   # -fno-gnu-unique: g++ otherwise marks some C++ statics STB_GNU_UNIQUE, which makes
   # glibc refuse to ever unload the library, so old versions would pile up on reload.
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-gnu-unique>)
-  target_link_options(${target} PRIVATE -Wl,-z,defs)
+  target_compile_options(${target} PRIVATE $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-gnu-unique>)
+  # -z defs: a typo'd symbol fails the build instead of the load. Sanitizer builds leave the
+  # sanitizer runtime's symbols to the host process, so they set CSP_HANDLER_ALLOW_UNDEFINED.
+  if(NOT CSP_HANDLER_ALLOW_UNDEFINED)
+    target_link_options(${target} PRIVATE -Wl,-z,defs)
+  endif()
   if(ARG_DEFINITIONS)
     target_compile_definitions(${target} PRIVATE ${ARG_DEFINITIONS})
   endif()
