@@ -1,5 +1,6 @@
 // cspd: command line -> Config -> Server. Nothing else lives here.
 #include "config.hpp"
+#include "scaffold.hpp"
 #include "server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdio>
 #include <thread>
 
 #ifndef CSPD_VERSION
@@ -51,7 +53,22 @@ int main(int argc, char** argv) {
     bool insecure_handlers = false;
     app.add_flag("--insecure-handlers", insecure_handlers,
                  "load handler files even if group/others may write them or their folder (development only)");
+    auto* create = app.add_subcommand("new", "write a handler skeleton NAME.c or NAME.cpp to start from");
+    std::string new_name, new_lang = "cpp", new_dir = ".";
+    create->add_option("name", new_name, "handler name ([A-Za-z0-9_-]+)")->required();
+    create->add_option("--lang", new_lang, "c or cpp")->capture_default_str();
+    create->add_option("--dir", new_dir, "folder to write into")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    if (*create) {
+        try {
+            auto file = cspd::write_handler_skeleton(new_name, new_lang, new_dir);
+            std::printf("wrote %s\n", file.c_str());
+            return 0;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "cspd new: %s\n", e.what());
+            return 1;
+        }
+    }
     config.strict_handler_modes = !insecure_handlers;
 
     config.handlers_dir = handlers_dir;

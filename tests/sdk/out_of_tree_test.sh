@@ -27,6 +27,14 @@ cflags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags cspd-sdk)
 c++ -O2 -shared -fPIC $cflags "$src/examples/greet.cpp" -o "$work/one-line/greet_pc.so" || fail "c++ one-liner"
 cc -O2 -shared -fPIC $cflags "$src/examples/visits.c" -o "$work/one-line/visits_pc.so" || fail "cc one-liner"
 
+# `cspd new` skeletons build as they are, in both languages.
+(cd "$work/one-line" && "$work/prefix/bin/cspd" new hi_c --lang c && "$work/prefix/bin/cspd" new hi_cpp) \
+  > /dev/null || fail "cspd new"
+cc -O2 -shared -fPIC $cflags "$work/one-line/hi_c.c" -o "$work/one-line/hi_c.so" || fail "build the C skeleton"
+c++ -O2 -shared -fPIC $cflags "$work/one-line/hi_cpp.cpp" -o "$work/one-line/hi_cpp.so" || fail "build the C++ skeleton"
+"$work/prefix/bin/cspd" new hi_c --lang c --dir "$work/one-line" 2>/dev/null && fail "cspd new overwrote a file"
+"$work/prefix/bin/cspd" new "bad name" 2>/dev/null && fail "cspd new took an invalid name"
+
 # Only the entry point is exported.
 exported=$(nm -D --defined-only "$work/one-line/greet_pc.so" | awk '{print $3}' | grep -v '^_' | sort | tr '\n' ' ')
 [ "$exported" = "csp_handler " ] || fail "greet_pc.so exports more than csp_handler: $exported"
@@ -44,7 +52,7 @@ for _ in $(seq 100); do
 done
 [ -n "$port" ] || fail "cspd did not start"
 cp "$work/cmake-build/greet.so" "$work/cmake-build/visits.so" "$work/one-line/greet_pc.so" \
-  "$work/one-line/visits_pc.so" "$work/handlers/"
+  "$work/one-line/visits_pc.so" "$work/one-line/hi_c.so" "$work/one-line/hi_cpp.so" "$work/handlers/"
 
 expect() {  # expect PATH BODY
   local got=
@@ -60,4 +68,6 @@ expect "/csp/greet_pc?name=Ana%20Lu" "Hello, Ana Lu!"
 expect "/csp/visits" "visit 1"
 expect "/csp/visits" "visit 2"
 expect "/csp/visits_pc" "visit 1"
-echo "out-of-tree handlers: 2 built with find_package(cspd), 2 with pkg-config; all answered"
+expect "/csp/hi_c?name=Eva" "Hello, Eva, from hi_c!"
+expect "/csp/hi_cpp" "Hello from hi_cpp!"
+echo "out-of-tree handlers: built with find_package(cspd), with pkg-config, and from cspd new skeletons; all answered"

@@ -1,0 +1,98 @@
+// Every SDK example in examples/, served by the real binary: one thing each.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cspd::test {
+namespace {
+
+class ExamplesTest : public ::testing::Test {
+protected:
+    ExamplesTest() : server({}, false) {
+        for (const char* name : {"greet", "visits", "form_echo", "session", "go", "large", "pixel"})
+            std::filesystem::copy_file(test_handler(std::string("examples/") + name + ".so"),
+                                       server.handlers() / (std::string(name) + ".so"));
+        server.start();
+    }
+    std::optional<HttpResponse> send(const std::string& request) {
+        HttpClient client(server.port());
+        client.send(request);
+        return client.read_response();
+    }
+    TestServer server;
+};
+
+TEST_F(ExamplesTest, GreetReadsAQueryArgument) {
+    EXPECT_EQ(fetch(server.port(), "/csp/greet?name=Eva")->body, "Hello, Eva!\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/greet?name=Ana+Lu%C3%ADsa")->body, "Hello, Ana Lu\xc3\xadsa!\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/greet")->body, "Hello, stranger! Try ?name=Eva\n");
+}
+
+TEST_F(ExamplesTest, VisitsKeepsStateAcrossRequestsAndConnections) {
+    HttpClient client(server.port());
+    EXPECT_EQ(client.get("/csp/visits")->body, "visit 1\n");
+    EXPECT_EQ(client.get("/csp/visits")->body, "visit 2\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/visits")->body, "visit 3\n");
+}
+
+TEST_F(ExamplesTest, FormEchoReadsFormsAndJson) {
+    auto form = send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                     "Content-Length: 14\r\n\r\nname=Eva&age=7");
+    ASSERT_TRUE(form);
+    EXPECT_EQ(form->body, "field: name=Eva\nfield: age=7\n");
+    const std::string json = R"({"name":"Eva","tags":[1,2]})";
+    auto echoed = send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: " +
+                       std::to_string(json.size()) + "\r\n\r\n" + json);
+    ASSERT_TRUE(echoed);
+    EXPECT_EQ(echoed->header("content-type"), "application/json");
+    EXPECT_EQ(echoed->body, json);
+    EXPECT_EQ(send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx")
+                  ->status, 415);
+    auto get = fetch(server.port(), "/csp/form_echo");
+    EXPECT_EQ(get->status, 405);
+    EXPECT_EQ(get->header("allow"), "POST");
+}
+
+TEST_F(ExamplesTest, SessionReadsHeadersAndSetsACookie) {
+    auto first = send("GET /csp/session HTTP/1.1\r\nHost: h\r\nUser-Agent: tester/1\r\n\r\n");
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->header("set-cookie"), "visited=yes; Path=/; HttpOnly; SameSite=Lax");
+    EXPECT_EQ(first->body, "first visit: cookie set\nyour user agent: tester/1\n");
+    auto again = send("GET /csp/session HTTP/1.1\r\nHost: h\r\nCookie: a=b; visited=yes\r\n\r\n");
+    ASSERT_TRUE(again);
+    EXPECT_FALSE(again->has_header("set-cookie"));
+    EXPECT_EQ(again->body, "welcome back\nyour user agent: (none)\n");
+}
+
+TEST_F(ExamplesTest, GoRedirectsOnlyToLocalPaths) {
+    auto r = fetch(server.port(), "/csp/go?to=/index.html");
+    EXPECT_EQ(r->status, 302);
+    EXPECT_EQ(r->header("location"), "/index.html");
+    EXPECT_EQ(fetch(server.port(), "/csp/go?to=//evil.example")->status, 400);
+    EXPECT_EQ(fetch(server.port(), "/csp/go?to=/%5Cevil.example")->status, 400);
+    EXPECT_EQ(fetch(server.port(), "/csp/go?to=/a%0d%0aSet-Cookie:%20x")->status, 400);  // no header injection
+}
+
+TEST_F(ExamplesTest, LargeSendsOneMebibyte) {
+    auto r = fetch(server.port(), "/csp/large");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->body.size(), 1u << 20);
+    EXPECT_EQ(r->body.substr(0, 7), "000000 ");
+    EXPECT_EQ(r->body.substr((1u << 20) - 64, 7), "016383 ");
+}
+
+TEST_F(ExamplesTest, PixelSendsBinaryBytes) {
+    auto r = fetch(server.port(), "/csp/pixel?r=255&g=128&b=0");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->header("content-type"), "image/bmp");
+    ASSERT_EQ(r->body.size(), 58u);
+    EXPECT_EQ(r->body.substr(0, 2), "BM");
+    EXPECT_EQ(static_cast<unsigned char>(r->body[54]), 0);    // blue
+    EXPECT_EQ(static_cast<unsigned char>(r->body[55]), 128);  // green
+    EXPECT_EQ(static_cast<unsigned char>(r->body[56]), 255);  // red
+    EXPECT_EQ(static_cast<unsigned char>(r->body[57]), 0);    // padding: NUL inside the body
+}
+
+} // namespace
+} // namespace cspd::test
