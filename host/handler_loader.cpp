@@ -95,6 +95,30 @@ HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool s
     scratch_dir_ = pattern;
 }
 
+std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {
+    if (!strict_modes_) return {};
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0) return "cannot stat: " + errno_text(errno);
+    return trust_problem(st, file.parent_path());
+}
+
+namespace {
+int serve_diagnostics(const csp_request* request, csp_reply* reply) {
+    const auto* text = static_cast<const std::string*>(request->state);
+    csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
+    csp_reply_append(reply, text->data(), text->size());
+    return 500;
+}
+void free_diagnostics(void* state) { delete static_cast<std::string*>(state); }
+const csp_handler_descriptor kDiagnostics{CSP_ABI_VERSION, sizeof(csp_handler_descriptor), &serve_diagnostics,
+                                          nullptr, &free_diagnostics};
+} // namespace
+
+std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::string& name, std::string text) {
+    return std::make_shared<HandlerVersion>(name, next_sequence_++, HandlerFileIdentity{}, nullptr, &kDiagnostics,
+                                            new std::string(std::move(text)));
+}
+
 HandlerLoader::~HandlerLoader() {
     std::error_code ec;
     std::filesystem::remove_all(scratch_dir_, ec);

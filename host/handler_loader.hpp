@@ -31,6 +31,12 @@ public:
     /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
     LoadResult load(const std::string& name, const std::filesystem::path& file);
 
+    /// Why `file` must not be trusted (see the constructor), or empty; always empty without strict modes.
+    std::string untrusted(const std::filesystem::path& file) const;
+
+    /// A stand-in version that answers every request with 500 and `text` (--dev diagnostics).
+    std::shared_ptr<HandlerVersion> diagnostics_version(const std::string& name, std::string text);
+
     /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
     static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
 

@@ -1,19 +1,23 @@
 #include "handler_watcher.hpp"
 
+#include "handler_compiler.hpp"
 #include "handler_loader.hpp"
 #include "handler_registry.hpp"
 #include "uri.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/inotify.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <map>
 #include <set>
+#include <thread>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -30,15 +34,27 @@ constexpr int kMaxIncompleteRetries = 20;
 
 struct HandlerWatcher::Impl {
     Impl(asio::io_context& io_context, std::filesystem::path watched, HandlerLoader& handler_loader,
-         HandlerRegistry& handler_registry)
+         HandlerRegistry& handler_registry, WatcherOptions watcher_options)
         : io(io_context), folder(std::move(watched)), loader(handler_loader), registry(handler_registry),
-          inotify(io_context) {}
+          options(watcher_options), inotify(io_context) {}
+
+    ~Impl() { stop(); }
+
+    /// One name's compilation, on a thread of its own.
+    struct CompileJob {
+        std::thread thread;
+        std::atomic<pid_t> pid{-1};
+        bool running = false;
+        bool again = false;  // the source changed while it compiled
+    };
 
     asio::io_context& io;
     std::filesystem::path folder;
     HandlerLoader& loader;
     HandlerRegistry& registry;
+    WatcherOptions options;
     asio::posix::stream_descriptor inotify;
+    std::map<std::string, std::shared_ptr<CompileJob>> jobs;
     std::map<std::string, std::unique_ptr<asio::steady_timer>> pending;
     // The file each live or refused name was last looked at in, so repeated events for an unchanged file do nothing.
     std::map<std::string, HandlerFileIdentity> seen;
@@ -63,13 +79,17 @@ struct HandlerWatcher::Impl {
         boost::system::error_code ignored;
         inotify.close(ignored);
         pending.clear();
+        for (auto& [name, job] : jobs) {
+            if (pid_t pid = job->pid; pid > 0) ::kill(pid, SIGKILL);
+            if (job->thread.joinable()) job->thread.join();
+        }
     }
 
     void rescan() {
         std::set<std::string> names;
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-            std::string name = handler_name(entry.path().filename().string());
+            std::string name = handler_name(entry.path().filename().string(), options.compiler != nullptr);
             if (!name.empty()) names.insert(name);
         }
         if (ec) spdlog::error("cannot list handlers folder {}: {}", folder.string(), ec.message());
@@ -106,7 +126,7 @@ struct HandlerWatcher::Impl {
             return;
         }
         if (event.len == 0) return;
-        std::string name = handler_name(event.name);
+        std::string name = handler_name(event.name, options.compiler != nullptr);
         if (name.empty()) return;
         // IN_CREATE alone is a file still being written, unless it is a link that arrives whole.
         if ((event.mask & IN_CREATE) && !(event.mask & IN_ISDIR)) {
@@ -128,18 +148,31 @@ struct HandlerWatcher::Impl {
         });
     }
 
-    /// Brings `name` in the registry in line with the file on disk.
+    /// Brings `name` in the registry in line with the files on disk.
     void sync(const std::string& name) {
-        const std::filesystem::path file = folder / (name + ".so");
         HandlerFileIdentity on_disk;
-        if (!HandlerLoader::identify(file, on_disk)) {
-            seen.erase(name);
-            if (registry.current(name)) {
-                spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
-                registry.remove(name);
-            }
+        const std::filesystem::path library = folder / (name + ".so");
+        if (HandlerLoader::identify(library, on_disk)) {
+            load(name, library, on_disk);
             return;
         }
+        if (options.compiler) {
+            for (const char* extension : {".cpp", ".c"}) {
+                const std::filesystem::path source = folder / (name + extension);
+                if (HandlerLoader::identify(source, on_disk)) {
+                    compile(name, source, on_disk);
+                    return;
+                }
+            }
+        }
+        seen.erase(name);
+        if (registry.current(name)) {
+            spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
+            registry.remove(name);
+        }
+    }
+
+    void load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk) {
         if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
 
         LoadResult result = loader.load(name, file);
@@ -149,9 +182,13 @@ struct HandlerWatcher::Impl {
             return;
         }
         incomplete_retries.erase(name);
+        seen[name] = result.version ? result.version->file() : on_disk;
+        install_or_refuse(name, file, std::move(result));
+    }
+
+    void install_or_refuse(const std::string& name, const std::filesystem::path& file, LoadResult result) {
+        auto live = registry.current(name);
         if (!result.version) {
-            seen[name] = on_disk;
-            auto live = registry.current(name);
             if (live)
                 spdlog::error("handler {}: refused {}: {}; {} keeps serving", name, file.string(), result.error,
                               live->describe());
@@ -159,16 +196,64 @@ struct HandlerWatcher::Impl {
                 spdlog::error("handler {}: refused {}: {}", name, file.string(), result.error);
             return;
         }
-        seen[name] = result.version->file();
-        auto previous = registry.current(name);
-        spdlog::info("handler {}: {} {}", name, previous ? "reloaded as" : "loaded", result.version->describe());
+        spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", result.version->describe());
         registry.install(std::move(result.version));
+    }
+
+    void compile(const std::string& name, const std::filesystem::path& source, const HandlerFileIdentity& on_disk) {
+        if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
+        if (std::string why = loader.untrusted(source); !why.empty()) {
+            seen[name] = on_disk;
+            spdlog::error("handler {}: refused {}: untrusted: {}", name, source.string(), why);
+            return;
+        }
+        auto& job = jobs[name];
+        if (job && job->running) {
+            job->again = true;  // compiled again once this run ends: one at a time per name
+            return;
+        }
+        if (job && job->thread.joinable()) job->thread.join();
+        job = std::make_shared<CompileJob>();
+        job->running = true;
+        spdlog::info("handler {}: compiling {}", name, source.string());
+        const HandlerCompiler* compiler = options.compiler;
+        job->thread = std::thread([this, compiler, job, name, source, on_disk] {
+            CompileResult result = compiler->compile(name, source, job->pid);
+            asio::post(io, [this, job, name, source, on_disk, result = std::move(result)]() mutable {
+                on_compiled(name, source, on_disk, std::move(result), *job);
+            });
+        });
+    }
+
+    void on_compiled(const std::string& name, const std::filesystem::path& source, const HandlerFileIdentity& on_disk,
+                     CompileResult result, CompileJob& job) {
+        job.running = false;
+        if (stopped) return;
+        seen[name] = on_disk;
+        if (result.ok) {
+            LoadResult loaded = loader.load(name, result.output);
+            std::error_code ec;
+            std::filesystem::remove(result.output, ec);
+            install_or_refuse(name, source, std::move(loaded));
+        } else {
+            auto live = registry.current(name);
+            spdlog::error("handler {}: {} does not compile{}:\n{}", name, source.filename().string(),
+                          live && !options.dev_diagnostics ? "; " + live->describe() + " keeps serving" : "",
+                          result.diagnostics);
+            if (options.dev_diagnostics)
+                registry.install(loader.diagnostics_version(name, source.filename().string() + " does not compile:\n\n" +
+                                                                   result.diagnostics));
+        }
+        if (job.again) {
+            job.again = false;
+            sync(name);
+        }
     }
 };
 
 HandlerWatcher::HandlerWatcher(asio::io_context& io, std::filesystem::path folder, HandlerLoader& loader,
-                               HandlerRegistry& registry)
-    : impl_(std::make_unique<Impl>(io, std::move(folder), loader, registry)) {}
+                               HandlerRegistry& registry, WatcherOptions options)
+    : impl_(std::make_unique<Impl>(io, std::move(folder), loader, registry, options)) {}
 
 HandlerWatcher::~HandlerWatcher() = default;
 
@@ -176,11 +261,14 @@ void HandlerWatcher::start() { impl_->start(); }
 void HandlerWatcher::rescan() { impl_->rescan(); }
 void HandlerWatcher::stop() { impl_->stop(); }
 
-std::string HandlerWatcher::handler_name(const std::string& file_name) {
-    constexpr std::string_view suffix = ".so";
-    if (file_name.size() <= suffix.size() || !file_name.ends_with(suffix)) return {};
-    std::string name = file_name.substr(0, file_name.size() - suffix.size());
-    return is_valid_handler_name(name) ? name : std::string{};
+std::string HandlerWatcher::handler_name(const std::string& file_name, bool sources) {
+    for (std::string_view suffix : {".so", ".cpp", ".c"}) {
+        if (suffix != ".so" && !sources) continue;
+        if (file_name.size() <= suffix.size() || !file_name.ends_with(suffix)) continue;
+        std::string name = file_name.substr(0, file_name.size() - suffix.size());
+        return is_valid_handler_name(name) ? name : std::string{};
+    }
+    return {};
 }
 
 } // namespace cspd

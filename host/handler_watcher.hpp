@@ -11,14 +11,23 @@ namespace boost::asio { class io_context; }
 
 namespace cspd {
 
+class HandlerCompiler;
 class HandlerLoader;
 class HandlerRegistry;
+
+struct WatcherOptions {
+    /// With a compiler (--compile), NAME.cpp and NAME.c are handlers too: compiled off this
+    /// thread, one at a time per name. NAME.so wins over NAME.cpp, which wins over NAME.c.
+    const HandlerCompiler* compiler = nullptr;
+    /// --dev: a source that does not compile answers 500 with the compiler's diagnostics.
+    bool dev_diagnostics = false;
+};
 
 class HandlerWatcher {
 public:
     /// Throws if the folder cannot be watched.
     HandlerWatcher(boost::asio::io_context& io, std::filesystem::path folder, HandlerLoader& loader,
-                   HandlerRegistry& registry);
+                   HandlerRegistry& registry, WatcherOptions options = {});
     ~HandlerWatcher();
     HandlerWatcher(const HandlerWatcher&) = delete;
     HandlerWatcher& operator=(const HandlerWatcher&) = delete;
@@ -29,8 +38,9 @@ public:
     void rescan();
     void stop();
 
-    /// "hello" for "hello.so"; empty if the file name is not a handler's.
-    static std::string handler_name(const std::string& file_name);
+    /// "hello" for "hello.so" (and, with `sources`, for "hello.c" and "hello.cpp"); empty if the
+    /// file name is not a handler's.
+    static std::string handler_name(const std::string& file_name, bool sources = false);
 
 private:
     struct Impl;

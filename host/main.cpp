@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-header-size", config.max_head_bytes, "request line + headers, bytes (larger: 431, or 414 for the URL)")
         ->capture_default_str();
+    app.add_flag("--compile", config.compile_sources,
+                 "also serve NAME.c / NAME.cpp dropped into the handlers folder, compiled on the fly");
+    app.add_flag("--dev", config.dev, "with --compile: a source that does not compile answers 500 with the diagnostics");
+    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
+    std::string sdk_include;
+    app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
     bool insecure_handlers = false;
     app.add_flag("--insecure-handlers", insecure_handlers,
                  "load handler files even if group/others may write them or their folder (development only)");
@@ -70,6 +76,7 @@ int main(int argc, char** argv) {
         }
     }
     config.strict_handler_modes = !insecure_handlers;
+    config.sdk_include = sdk_include;
 
     config.handlers_dir = handlers_dir;
     config.www_dir = www_dir;

@@ -1,6 +1,7 @@
 #include "server.hpp"
 
 #include "event_loop.hpp"
+#include "handler_compiler.hpp"
 #include "handler_loader.hpp"
 #include "handler_registry.hpp"
 #include "handler_watcher.hpp"
@@ -56,7 +57,18 @@ int Server::run() {
             });
         });
     }
-    HandlerWatcher watcher(control, config_.handlers_dir, loader, registry);
+    std::unique_ptr<HandlerCompiler> compiler;
+    WatcherOptions watch;
+    if (config_.compile_sources) {
+        auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
+        compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),
+                                                     std::chrono::seconds(config_.compile_timeout_s));
+        watch.compiler = compiler.get();
+        watch.dev_diagnostics = config_.dev;
+        spdlog::info("--compile: NAME.c and NAME.cpp are compiled against {}{}", include.string(),
+                     config_.dev ? "; --dev: compile errors are served as 500" : "");
+    }
+    HandlerWatcher watcher(control, config_.handlers_dir, loader, registry, watch);
     watcher.start();
 
     std::vector<std::thread> threads;

@@ -1,0 +1,39 @@
+// --compile: turns NAME.c / NAME.cpp into a shared object with the system compiler,
+// the SDK's include path and the flags csp_add_handler uses. Blocking: run it on a
+// thread of its own, never on an event loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <sys/types.h>
+
+namespace cspd {
+
+struct CompileResult {
+    bool ok = false;
+    std::filesystem::path output;  ///< the .so, when ok
+    std::string diagnostics;       ///< what the compiler said (file:line:column: ...), or why it did not run
+};
+
+class HandlerCompiler {
+public:
+    HandlerCompiler(std::filesystem::path sdk_include, std::filesystem::path scratch_dir,
+                    std::chrono::seconds time_limit);
+
+    /// Compiles `source` into a fresh file in the scratch folder. `running` receives the
+    /// compiler's pid while it runs, so that a shutdown can stop it.
+    CompileResult compile(const std::string& name, const std::filesystem::path& source,
+                          std::atomic<pid_t>& running) const;
+
+    /// The SDK headers beside an installed binary, else those of the source tree it was built from.
+    static std::filesystem::path default_sdk_include();
+
+private:
+    std::filesystem::path sdk_include_;
+    std::filesystem::path scratch_dir_;
+    std::chrono::seconds time_limit_;
+};
+
+} // namespace cspd
