@@ -1,5 +1,6 @@
 // cspd: command line -> Config -> Server. Nothing else lives here.
 #include "config.hpp"
+#include "crash_reporter.hpp"
 #include "scaffold.hpp"
 #include "server.hpp"
 
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
 
+    cspd::install_crash_reporter();
     try {
         return cspd::Server(std::move(config)).run();
     } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 #include "router.hpp"
 
+#include "crash_reporter.hpp"
 #include "http_response.hpp"
 #include "uri.hpp"
 
@@ -79,6 +80,7 @@ int Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::
     view_.bind(ctx.request, ctx.path, query, ctx.client.address, ctx.client.port, handler.state());
     int status;
     try {
+        RunningHandler marker(handler);  // named in the crash report if this call brings the process down
         status = handler.handle(view_.raw(), reply_.raw());
     } catch (const std::exception& e) {
         spdlog::error("handler {}: threw on {} {}: {}", handler.describe(), ctx.request.method, ctx.path, e.what());

@@ -106,6 +106,23 @@ TEST(Lifecycle, ClosesIdleKeepAliveConnectionsWhenStopping) {
     EXPECT_TRUE(idle.closed_by_peer());
 }
 
+TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
+    for (const char* how : {"segv", "abort", "fpe"}) {
+        SCOPED_TRACE(how);
+        TestServer server;
+        std::filesystem::copy_file(test_handler("crash.so"), server.handlers() / "crash.so");
+        ASSERT_TRUE(server.wait_for_log("handler crash: loaded"));
+        HttpClient client(server.port());
+        client.send(std::string("GET /csp/crash?how=") + how + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        auto answer = client.read_response();
+        EXPECT_FALSE(answer) << answer->raw;  // the process is gone: no answer
+        EXPECT_TRUE(server.wait_for_log("cspd: CRASH: signal"));
+        EXPECT_TRUE(server.wait_for_log("in handler crash.so#1"));
+        EXPECT_TRUE(server.wait_for_log("cspd: backtrace:"));
+        EXPECT_EQ(server.stop(), -1);  // died of the signal, as the report says
+    }
+}
+
 TEST(Lifecycle, ClosesIdleConnectionsAfterTheKeepAliveTimeout) {
     TestServer server({"--keepalive-timeout", "1"});
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");

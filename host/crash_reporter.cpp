@@ -1,0 +1,73 @@
+#include "crash_reporter.hpp"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace cspd {
+namespace {
+
+thread_local const HandlerVersion* running_handler = nullptr;
+
+// Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
+// call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
+void write_all(const char* text, std::size_t size) {
+    while (size > 0) {
+        ssize_t n = ::write(STDERR_FILENO, text, size);
+        if (n <= 0) return;
+        text += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void on_fatal_signal(int signal, siginfo_t* info, void*) {
+    char line[512];
+    const HandlerVersion* handler = running_handler;
+    int n;
+    if (handler) {
+        const HandlerFileIdentity& file = handler->file();
+        n = std::snprintf(line, sizeof line,
+                          "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64
+                          " (%" PRIu64 " bytes, fnv %016" PRIx64 "), pid %d\n",
+                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name().c_str(),
+                          handler->sequence(), file.size, file.content_hash, static_cast<int>(::getpid()));
+    } else {
+        n = std::snprintf(line, sizeof line, "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n",
+                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, static_cast<int>(::getpid()));
+    }
+    if (n > 0) write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
+    write_all("cspd: backtrace:\n", 17);
+    void* frames[64];
+    int depth = ::backtrace(frames, 64);
+    ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+    // Die of the same signal, so that the exit status tells the truth.
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+}
+
+} // namespace
+
+void set_running_handler(const HandlerVersion* handler) noexcept { running_handler = handler; }
+
+void install_crash_reporter() {
+    void* warm_up[1];
+    ::backtrace(warm_up, 1);  // loads libgcc now: it must not be loaded inside a signal handler
+
+    static char alternate_stack[64 * 1024];
+    stack_t stack{};
+    stack.ss_sp = alternate_stack;
+    stack.ss_size = sizeof alternate_stack;
+    ::sigaltstack(&stack, nullptr);
+
+    struct sigaction action{};
+    action.sa_sigaction = &on_fatal_signal;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(signal, &action, nullptr);
+}
+
+} // namespace cspd

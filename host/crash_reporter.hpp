@@ -1,0 +1,27 @@
+// When a handler crashes the process (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), say
+// which one before dying: the handler's name and file version, the signal, and a
+// symbolized backtrace, on stderr. The signal is then re-raised with its default action,
+// so a supervisor sees the real cause of death.
+#pragma once
+
+#include "handler_version.hpp"
+
+namespace cspd {
+
+/// Installs the signal handlers (on an alternate stack, so a stack overflow is reported too).
+void install_crash_reporter();
+
+/// Marks the handler running on this thread for the crash report; a nullptr clears it.
+/// Cheap enough for every request: one thread-local store.
+void set_running_handler(const HandlerVersion* handler) noexcept;
+
+/// RAII form of set_running_handler around one handler call.
+class RunningHandler {
+public:
+    explicit RunningHandler(const HandlerVersion& handler) noexcept { set_running_handler(&handler); }
+    ~RunningHandler() { set_running_handler(nullptr); }
+    RunningHandler(const RunningHandler&) = delete;
+    RunningHandler& operator=(const RunningHandler&) = delete;
+};
+
+} // namespace cspd
