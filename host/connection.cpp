@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace cspd {
@@ -348,7 +349,8 @@ void Connection::on_tick(std::uint32_t now) {
             if (now - last_read_ >= config.header_timeout_s) close();  // the body stalled
         } else if (parser_.mid_request()) {
             if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
-        } else if (now - last_request_ >= config.keepalive_timeout_s) {
+        } else if (now - std::max(last_request_, last_write_) >= config.keepalive_timeout_s) {
+            // Idle since the last request or the end of its response, whichever came later.
             close();
         } else if (state_ == State::reading && now - last_read_ >= 2 && !park_requested_) {
             // Quiet for a whole second: hand the buffer back. The cancelled read completes with

@@ -46,7 +46,7 @@ std::filesystem::path HandlerCompiler::default_sdk_include() {
 }
 
 CompileResult HandlerCompiler::compile(const std::string& name, const std::filesystem::path& source,
-                                       std::atomic<pid_t>& running) const {
+                                       std::atomic<pid_t>& running, const std::atomic<bool>& cancel) const {
     static std::atomic<unsigned> counter{0};
     CompileResult result;
     const std::string stem = "compiled-" + name + "-" + std::to_string(++counter);
@@ -71,14 +71,21 @@ CompileResult HandlerCompiler::compile(const std::string& name, const std::files
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    // Its own process group: a time-out or a shutdown kills cc1plus, as and ld too, not just the driver.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
     pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, compiler.c_str(), &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawnp(&pid, compiler.c_str(), &actions, &attributes, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     if (rc != 0) {
         result.diagnostics = "cannot run " + compiler + ": " + std::system_category().message(rc);
         return result;
     }
     running = pid;
+    if (cancel) ::kill(-pid, SIGKILL);  // a stop that came while spawning
 
     int status = 0;
     const auto deadline = std::chrono::steady_clock::now() + time_limit_;
@@ -88,7 +95,7 @@ CompileResult HandlerCompiler::compile(const std::string& name, const std::files
         if (done == pid) break;
         if (done < 0 && errno != EINTR) break;
         if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(pid, SIGKILL);
+            ::kill(-pid, SIGKILL);
             ::waitpid(pid, &status, 0);
             timed_out = true;
             break;
@@ -96,6 +103,7 @@ CompileResult HandlerCompiler::compile(const std::string& name, const std::files
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     running = -1;
+    ::kill(-pid, SIGKILL);  // anything the driver left behind in its group
 
     std::ifstream in(log);
     std::ostringstream text;

@@ -43,7 +43,8 @@ struct HandlerWatcher::Impl {
     /// One name's compilation, on a thread of its own.
     struct CompileJob {
         std::thread thread;
-        std::atomic<pid_t> pid{-1};
+        std::atomic<pid_t> pid{-1};  // the compiler's process group while it runs
+        std::atomic<bool> cancel{false};
         bool running = false;
         bool again = false;  // the source changed while it compiled
     };
@@ -80,7 +81,8 @@ struct HandlerWatcher::Impl {
         inotify.close(ignored);
         pending.clear();
         for (auto& [name, job] : jobs) {
-            if (pid_t pid = job->pid; pid > 0) ::kill(pid, SIGKILL);
+            job->cancel = true;
+            if (pid_t pid = job->pid; pid > 0) ::kill(-pid, SIGKILL);
             if (job->thread.joinable()) job->thread.join();
         }
     }
@@ -150,6 +152,11 @@ struct HandlerWatcher::Impl {
 
     /// Brings `name` in the registry in line with the files on disk.
     void sync(const std::string& name) {
+        // While a compile of this name runs, whatever changed is looked at again when it ends.
+        if (auto job = jobs.find(name); job != jobs.end() && job->second->running) {
+            job->second->again = true;
+            return;
+        }
         HandlerFileIdentity on_disk;
         const std::filesystem::path library = folder / (name + ".so");
         if (HandlerLoader::identify(library, on_disk)) {
@@ -218,7 +225,7 @@ struct HandlerWatcher::Impl {
         spdlog::info("handler {}: compiling {}", name, source.string());
         const HandlerCompiler* compiler = options.compiler;
         job->thread = std::thread([this, compiler, job, name, source, on_disk] {
-            CompileResult result = compiler->compile(name, source, job->pid);
+            CompileResult result = compiler->compile(name, source, job->pid, job->cancel);
             asio::post(io, [this, job, name, source, on_disk, result = std::move(result)]() mutable {
                 on_compiled(name, source, on_disk, std::move(result), *job);
             });
@@ -229,6 +236,18 @@ struct HandlerWatcher::Impl {
                      CompileResult result, CompileJob& job) {
         job.running = false;
         if (stopped) return;
+        // The folder may have moved on while the compiler ran: a NAME.so arrived (it wins), or the
+        // source changed or went. Then this result is stale: drop it and look again.
+        HandlerFileIdentity now;
+        const bool library_arrived = HandlerLoader::identify(folder / (name + ".so"), now);
+        const bool source_unchanged = HandlerLoader::identify(source, now) && now.same_file_as(on_disk);
+        if (library_arrived || !source_unchanged) {
+            std::error_code ec;
+            if (result.ok) std::filesystem::remove(result.output, ec);
+            job.again = false;
+            sync(name);
+            return;
+        }
         seen[name] = on_disk;
         if (result.ok) {
             LoadResult loaded = loader.load(name, result.output);

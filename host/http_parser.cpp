@@ -131,7 +131,14 @@ bool HttpParser::add_to_field(Field field, Span& span, const char* at, std::size
         if (last_field_ != field) span = {static_cast<std::size_t>(at - message_start_), 0};
         span.size += length;
     } else {
-        if (last_field_ != field) span = {head_.size(), 0};
+        if (last_field_ != field) {
+            span = {head_.size(), 0};
+        } else if (span.offset + span.size != head_.size()) {
+            // A continuation must extend the field where it stopped; after a head copied at a
+            // feed boundary, bytes between them mean a folded line (or worse): refuse.
+            status_ = Status::bad_request;
+            return false;
+        }
         head_.append(at, length);
         span.size += length;
     }
@@ -200,6 +207,8 @@ int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length)
     if (s.last_field_ == Field::value && s.value_end_ && at != s.value_end_) return -1;
     s.value_end_ = at + length;
     auto& spans = current_spans.pairs;
+    // A value starts right after a name; llhttp 8 reports ": v" as an empty name.
+    if (s.last_field_ != Field::value && (s.last_field_ != Field::name || spans.back().name.size == 0)) return -1;
     Span span{spans.back().value.offset, spans.back().value.size};
     if (!s.add_to_field(Field::value, span, at, length)) return -1;
     spans.back().value = {span.offset, span.size};
@@ -207,7 +216,9 @@ int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length)
 }
 
 int HttpParser::on_header_value_complete(llhttp_t* p) {
-    self(p).last_field_ = Field::none;  // an empty value gets no on_header_value call
+    HttpParser& s = self(p);
+    if (!s.headers_done_ && (current_spans.pairs.empty() || current_spans.pairs.back().name.size == 0)) return -1;
+    s.last_field_ = Field::none;  // an empty value gets no on_header_value call
     return 0;
 }
 

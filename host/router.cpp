@@ -49,7 +49,9 @@ int Router::respond(const HttpRequest& request, const ClientInfo& client, bool k
     }
     // Origin-form ("/path"), or absolute-form ("http://host/path"), which a server must accept
     // (RFC 9112 §3.2.2); asterisk- and authority-form are not for this server.
-    SplitTarget target = split_target(without_scheme_and_authority(request.target));
+    const std::string_view origin = without_scheme_and_authority(request.target);
+    SplitTarget target = split_target(origin);
+    if (target.path.empty() && origin.size() != request.target.size()) target.path = "/";  // "http://host?q"
     if (target.path.empty() || target.path.front() != '/' || has_control_bytes(request.target)) {
         return error(ctx, 400, out);
     }
@@ -132,7 +134,7 @@ int Router::serve_static(const Context& ctx, std::string& out, StaticFiles::File
     case StaticFiles::Outcome::redirect_to_slash: {
         // Location is built from the raw target's path so that encoding survives; leading slashes
         // collapse to one, or "//host/" would send the browser to another site.
-        std::string_view raw = split_target(ctx.request.target).path;
+        std::string_view raw = split_target(without_scheme_and_authority(ctx.request.target)).path;
         raw.remove_prefix(std::min(raw.find_first_not_of('/'), raw.size()));
         std::string location = "Location: /";
         location.append(raw).append("/\r\n");

@@ -82,8 +82,8 @@ int Server::run() {
         if (ec) return;
         stopping = true;
         spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
+        for (auto& loop : loops) loop->begin_drain();  // first: stopping the watcher may wait for a compiler
         watcher.stop();
-        for (auto& loop : loops) loop->begin_drain();
         drain_deadline.expires_after(std::chrono::seconds(config_.drain_timeout_s));
         drain_deadline.async_wait([&](boost::system::error_code timer_ec) {
             if (timer_ec) return;

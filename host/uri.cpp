@@ -27,8 +27,8 @@ std::string_view without_scheme_and_authority(std::string_view target) {
     else
         return target;
     const std::size_t path = target.find_first_of("/?", scheme_end);
-    if (path == std::string_view::npos || target[path] == '?') return "/";
-    return target.substr(path);
+    // "http://host" and "http://host?q" have an empty path: the caller reads that as "/".
+    return path == std::string_view::npos ? std::string_view{} : target.substr(path);
 }
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {

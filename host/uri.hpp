@@ -13,7 +13,7 @@ struct SplitTarget {
 
 SplitTarget split_target(std::string_view target);
 
-/// "http://host:8080/a?b" -> "/a?b"; "http://host" -> "/"; anything else is returned as is.
+/// "http://host:8080/a?b" -> "/a?b"; "http://host?b" -> "?b"; "http://host" -> ""; anything else as is.
 std::string_view without_scheme_and_authority(std::string_view target);
 
 /// Appends the decoding of `in` to `out`. With plus_is_space, '+' becomes ' '

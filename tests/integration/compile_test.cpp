@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -92,6 +93,39 @@ TEST(Compile, ALibraryWinsOverASourceOfTheSameName) {
     // ...and once hello.so goes, the source is what serves.
     std::filesystem::remove(server.handlers() / "hello.so");
     EXPECT_TRUE(serves(server.port(), "/csp/hello", 200, "edited source"));
+}
+
+/// A compiler that takes its time: a wrapper script that sleeps, then runs the real one.
+std::filesystem::path slow_compiler(const TempDir& dir, int seconds) {
+    const auto script = dir / "slow-c++";
+    std::ofstream(script) << "#!/bin/sh\nsleep " << seconds << "\nexec c++ \"$@\"\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    return script;
+}
+
+TEST(Compile, ALibraryArrivingDuringACompileIsNotOverriddenByIt) {
+    TempDir tools;
+    ::setenv("CXX", slow_compiler(tools, 2).c_str(), 1);
+    TestServer server({"--compile"});
+    ::unsetenv("CXX");
+    write(server.handlers() / "foo.cpp", source("from the source"));
+    std::this_thread::sleep_for(500ms);  // the compiler is running now
+    install_by_rename(shipped_handler("hello.so"), server.handlers() / "foo.so");
+    ASSERT_TRUE(serves(server.port(), "/csp/foo", 200, "HELLO WORLD"));
+    std::this_thread::sleep_for(2500ms);  // the compile has finished meanwhile
+    EXPECT_EQ(fetch(server.port(), "/csp/foo")->body, "<h1>HELLO WORLD</h1>");
+}
+
+TEST(Compile, ACompileOverTheTimeLimitIsStoppedWithAllItsProcesses) {
+    TempDir tools;
+    ::setenv("CXX", slow_compiler(tools, 30).c_str(), 1);
+    TestServer server({"--compile", "--compile-timeout", "1"});
+    ::unsetenv("CXX");
+    write(server.handlers() / "slow.cpp", source("never"));
+    EXPECT_TRUE(server.wait_for_log("compilation stopped after 1 s", 10s));
+    // The wrapper's `sleep 30` was in the compiler's process group: it is gone too.
+    EXPECT_TRUE(eventually([] { return std::system("pgrep -f '^sleep 30$' > /dev/null") != 0; }, 2s));
+    EXPECT_EQ(fetch(server.port(), "/csp/slow")->status, 404);
 }
 
 TEST(Compile, SourcesAreIgnoredWithoutTheFlag) {

@@ -95,6 +95,25 @@ TEST(HttpParser, GivesTheSameRequestsWhereverTheInputIsCut) {
     }
 }
 
+TEST(HttpParser, RefusesAFoldedHeaderWhereverTheInputIsCut) {
+    const std::string input = "GET / HTTP/1.1\r\nHost: a\r\nX-Test: a\r\n b\r\n\r\n";
+    for (std::size_t cut = 0; cut <= input.size(); ++cut) {
+        HttpParser parser;
+        Collector sink;
+        auto status = parser.feed(input.substr(0, cut), sink);
+        if (status == HttpParser::Status::ok) status = parser.feed(input.substr(cut), sink);
+        EXPECT_EQ(status, HttpParser::Status::bad_request) << "cut at " << cut;
+        EXPECT_TRUE(sink.requests.empty()) << "cut at " << cut;
+    }
+}
+
+TEST(HttpParser, RefusesAnEmptyHeaderName) {
+    HttpParser parser;
+    Collector sink;
+    EXPECT_EQ(parser.feed("GET / HTTP/1.1\r\nHost: a\r\n: evil\r\n\r\n", sink), HttpParser::Status::bad_request);
+    EXPECT_TRUE(sink.requests.empty());
+}
+
 TEST(HttpParser, DechunksAChunkedBody) {
     HttpParser parser;
     Collector sink;

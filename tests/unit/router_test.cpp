@@ -152,6 +152,15 @@ TEST_F(RouterTest, RedirectsOnlyWithinThisSite) {
     EXPECT_NE(a.head.find("Location: /docs/\r\n"), std::string::npos) << a.head;
 }
 
+TEST_F(RouterTest, HandlesAbsoluteFormLikeOriginForm) {
+    Answer folder = ask("GET", "http://example.com/docs");
+    EXPECT_EQ(folder.status, 301);
+    EXPECT_NE(folder.head.find("Location: /docs/\r\n"), std::string::npos) << folder.head;
+    EXPECT_EQ(ask("GET", "http://example.com?x=1").body, "<p>home</p>");
+    EXPECT_EQ(ask("GET", "http://example.com").body, "<p>home</p>");
+    EXPECT_NE(ask("GET", "http://example.com/csp/echo?name=Eva").body.find("name=Eva\n"), std::string::npos);
+}
+
 TEST_F(RouterTest, HidesDotFiles) {
     std::ofstream(www_dir / ".env") << "SECRET=1";
     std::filesystem::create_directories(www_dir / ".well-known");
