@@ -123,9 +123,12 @@ void EventLoop::accept_ready() {
             if (err == EINTR || err == ECONNABORTED) continue;
             if (err == EAGAIN || err == EWOULDBLOCK) break;
             if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-                // Out of descriptors or memory: retrying at once would spin.
-                spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_,
-                              std::system_category().message(err));
+                // Out of descriptors or memory: retrying at once would spin. Said once a second at most.
+                if (last_accept_error_log_ != now_s_) {
+                    last_accept_error_log_ = now_s_;
+                    spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_,
+                                  std::system_category().message(err));
+                }
             } else {
                 spdlog::warn("loop {}: accept: {}", index_, std::system_category().message(err));
             }

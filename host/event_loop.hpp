@@ -84,6 +84,7 @@ private:
     std::size_t connection_count_ = 0;
     std::size_t connection_limit_;            // this loop's share of --max-connections
     std::uint32_t last_overload_log_ = ~0u;
+    std::uint32_t last_accept_error_log_ = ~0u;
     std::uint32_t now_s_ = 0;
     bool draining_ = false;
 };

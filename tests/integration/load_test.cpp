@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <algorithm>
 #include <thread>
 
@@ -138,6 +141,50 @@ TEST(Load, TenThousandConnectionsSoakWithFlatMemoryAndNoFdLeak) {
     RecordProperty("responses", std::to_string(result.responses));
     RecordProperty("rss_kib_peak_first_half", std::to_string(first_peak));
     RecordProperty("rss_kib_peak_second_half", std::to_string(second_peak));
+}
+
+long cpu_ticks(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stol(field);
+        if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+}
+
+TEST(Load, RunningOutOfDescriptorsNeitherSpinsNorStopsTheServer) {
+    // The server gets 64 descriptors: a few dozen clients exhaust them, so accept fails with EMFILE.
+    TestServer server({"--workers", "1"}, false);
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    rlimit mine{};
+    ::getrlimit(RLIMIT_NOFILE, &mine);
+    rlimit low{64, mine.rlim_max};
+    ::setrlimit(RLIMIT_NOFILE, &low);  // inherited by the server at spawn...
+    server.start();
+    ::setrlimit(RLIMIT_NOFILE, &mine);  // ...and given back to this process at once
+
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < 80; ++i) {
+        clients.push_back(std::make_unique<HttpClient>(server.port(), std::chrono::milliseconds(300)));
+        clients.back()->send("GET /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
+    ASSERT_TRUE(server.wait_for_log("pausing accepts for 100 ms", 5s)) << server.log();
+    // Saturated: the server must be waiting, not spinning on a failing accept.
+    const long before = cpu_ticks(server.pid());
+    std::this_thread::sleep_for(1s);
+    const long used = cpu_ticks(server.pid()) - before;
+    EXPECT_LT(used, sysconf(_SC_CLK_TCK) / 2) << "clock ticks of server CPU in one second of EMFILE";
+    // Descriptors come back: the server serves again, including the clients that waited.
+    clients.erase(clients.begin(), clients.begin() + 40);
+    EXPECT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }, 5s));
+    std::size_t answered = 0;
+    for (auto& c : clients)
+        if (auto r = c->read_response(); r && r->status == 200) ++answered;
+    EXPECT_GT(answered, 0u);
 }
 
 TEST(Load, RefusesConnectionsOverTheLimitCleanly) {
