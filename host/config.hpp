@@ -20,6 +20,7 @@ struct Config {
     unsigned drain_timeout_s = 10;       ///< graceful stop waits this long for in-flight requests
     std::size_t max_connections = 10000; ///< over all loops; more are answered 503 and closed
     bool strict_handler_modes = true;    ///< refuse handler files others could have written (sshd StrictModes)
+    bool probes = true;                  ///< GET /-/healthy and /-/ready
     bool compile_sources = false;        ///< --compile: NAME.c / NAME.cpp are compiled and served too
     bool dev = false;                    ///< --dev: a source that does not compile answers 500 with diagnostics
     unsigned compile_timeout_s = 60;

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
     : index_(index), config_(config), acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
-      router_(handlers_, www, date_),
+      router_(handlers_, www, date_, config.probes, &draining_),
       connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.workers - 1) / std::max(1u, config.workers))) {}
 
 EventLoop::~EventLoop() {

@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
     app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
     std::string sdk_include;
     app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
+    bool no_probes = false;
+    app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
     bool insecure_handlers = false;
     app.add_flag("--insecure-handlers", insecure_handlers,
                  "load handler files even if group/others may write them or their folder (development only)");
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
     }
     config.strict_handler_modes = !insecure_handlers;
     config.sdk_include = sdk_include;
+    config.probes = !no_probes;
 
     config.handlers_dir = handlers_dir;
     config.www_dir = www_dir;

@@ -35,8 +35,9 @@ struct Router::Context {
     std::string_view path;  // decoded
 };
 
-Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date)
-    : handlers_(handlers), www_(www), date_(date) {}
+Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, bool probes,
+               const bool* draining)
+    : handlers_(handlers), www_(www), date_(date), probes_(probes), draining_(draining) {}
 
 int Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
                      StaticFiles::File& body_file) {
@@ -73,7 +74,27 @@ int Router::respond(const HttpRequest& request, const ClientInfo& client, bool k
         }
         return run_handler(*handler, ctx, target.query, out);
     }
+    if (probes_ && ctx.path.starts_with("/-/")) {
+        if (ctx.path == "/-/healthy") return serve_probe(ctx, false, out);
+        if (ctx.path == "/-/ready") return serve_probe(ctx, true, out);
+    }
     return serve_static(ctx, out, body_file);
+}
+
+int Router::serve_probe(const Context& ctx, bool ready_probe, std::string& out) {
+    // healthy: the process answers. ready: it also takes new work (not draining).
+    const bool draining = draining_ && *draining_;
+    const int status = ready_probe && draining ? 503 : 200;
+    ResponseHead head;
+    head.status = status;
+    head.content_type = "text/plain; charset=utf-8";
+    head.extra_headers = "Cache-Control: no-store\r\n";
+    head.date = date_.now();
+    head.keep_alive = ctx.keep_alive;
+    head.http10 = ctx.http10;
+    head.head_only = ctx.request.head;
+    append_response(out, head, !ready_probe ? "ok\n" : draining ? "draining\n" : "ready\n");
+    return status;
 }
 
 int Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query,

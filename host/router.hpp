@@ -21,7 +21,10 @@ struct ClientInfo {
 
 class Router {
 public:
-    Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date);
+    /// With `probes`, GET /-/healthy and /-/ready answer for load balancers and orchestrators;
+    /// /-/ready says 503 once `*draining` is true.
+    Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, bool probes = true,
+           const bool* draining = nullptr);
 
     /// Files at least this large are not copied into `out`: their body is sent from the file.
     static constexpr std::size_t kStreamFileBytes = 256 * 1024;
@@ -39,11 +42,14 @@ private:
     struct Context;
     int run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
     int serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file);
+    int serve_probe(const Context& ctx, bool ready_probe, std::string& out);
     int error(const Context& ctx, int status, std::string& out);
 
     const HandlerTable& handlers_;
     const StaticFiles& www_;
     DateCache& date_;
+    bool probes_;
+    const bool* draining_;
     std::string decoded_path_;
     bool close_after_ = false;
     HandlerRequestView view_;

@@ -126,6 +126,38 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
     }
 }
 
+TEST(Lifecycle, AnswersHealthAndReadinessProbes) {
+    TestServer server;
+    auto healthy = fetch(server.port(), "/-/healthy");
+    ASSERT_TRUE(healthy);
+    EXPECT_EQ(healthy->status, 200);
+    EXPECT_EQ(healthy->body, "ok\n");
+    EXPECT_EQ(healthy->header("cache-control"), "no-store");
+    auto ready = fetch(server.port(), "/-/ready");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200);
+    EXPECT_EQ(ready->body, "ready\n");
+
+    // Once draining, a request still in flight learns the server is no longer ready.
+    HttpClient client(server.port());
+    client.send("GET /-/ready HTTP/1.1\r\nHost: h\r\n");
+    std::this_thread::sleep_for(50ms);
+    ::kill(server.pid(), SIGTERM);
+    std::this_thread::sleep_for(100ms);
+    client.send("\r\n");
+    auto draining = client.read_response();
+    ASSERT_TRUE(draining);
+    EXPECT_EQ(draining->status, 503);
+    EXPECT_EQ(draining->body, "draining\n");
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Lifecycle, ProbesCanBeTurnedOff) {
+    TestServer server({"--no-probes"});
+    EXPECT_EQ(fetch(server.port(), "/-/healthy")->status, 404);
+    EXPECT_EQ(fetch(server.port(), "/-/ready")->status, 404);
+}
+
 TEST(Lifecycle, ClosesIdleConnectionsAfterTheKeepAliveTimeout) {
     TestServer server({"--keepalive-timeout", "1"});
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
