@@ -11,7 +11,8 @@ struct Config {
     unsigned short port = 8080;          ///< 0: the kernel picks one, logged at start-up
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files
-    unsigned workers = 0;                ///< event loops; 0 = one per core
+    unsigned workers = 1;                ///< worker processes under a master; 0 = one process, no master
+    unsigned threads = 1;                ///< event loops per process
     std::string log_level = "info";
     std::size_t max_body_bytes = 1024 * 1024;
     std::size_t max_head_bytes = 8 * 1024;
@@ -25,6 +26,14 @@ struct Config {
     bool dev = false;                    ///< --dev: a source that does not compile answers 500 with diagnostics
     unsigned compile_timeout_s = 60;
     std::filesystem::path sdk_include;   ///< for --compile; empty: beside the binary, else the source tree
+    bool status_endpoints = true;        ///< GET /-/status (JSON) and /metrics (Prometheus)
+    unsigned handler_timeout_s = 10;     ///< watchdog: a handler call running longer kills its worker; 0 = off
+    unsigned quarantine_crashes = 3;     ///< this many crashes of one handler version…
+    unsigned quarantine_window_s = 60;   ///< …within this many seconds quarantine it
+    std::filesystem::path log_file;      ///< empty: stderr; else appended to, reopened on SIGUSR1
+
+    /// Event loops over all processes.
+    unsigned loops_total() const { return (workers == 0 ? 1 : workers) * (threads == 0 ? 1 : threads); }
 };
 
 } // namespace cspd

@@ -2,6 +2,7 @@
 
 #include "connection.hpp"
 #include "http_response.hpp"
+#include "shared_stats.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -22,7 +23,7 @@ using namespace std::chrono_literals;
 EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
     : index_(index), config_(config), acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
       router_(handlers_, www, date_, config.probes, &draining_),
-      connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.workers - 1) / std::max(1u, config.workers))) {}
+      connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.loops_total() - 1) / config.loops_total())) {}
 
 EventLoop::~EventLoop() {
     // Called after run() has returned. Connections point back at this loop, so close
@@ -37,27 +38,23 @@ EventLoop::~EventLoop() {
     for (char* buffer : free_buffers_) ::munmap(buffer, kReadBufferSize);
 }
 
-unsigned short EventLoop::listen(const asio::ip::address& address, unsigned short port) {
-    tcp::endpoint endpoint(address, port);
-    acceptor_.open(endpoint.protocol());
-    acceptor_.set_option(tcp::acceptor::reuse_address(true));
-    int one = 1;
-    // Every loop binds the same port; the kernel spreads new connections across them.
-    if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-        throw std::system_error(errno, std::system_category(), "SO_REUSEPORT");
-    acceptor_.bind(endpoint);
-    // Accepted sockets inherit TCP_NODELAY from the listener: one setsockopt instead of one per connection.
-    acceptor_.set_option(tcp::no_delay(true));
-    // Wake accept only once the request's first bytes are in (nginx's "deferred"): the
-    // connection can then be answered at once, and silent connections cost no wake-up.
-    int defer_seconds = 1;
-    ::setsockopt(acceptor_.native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_seconds, sizeof defer_seconds);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
+void EventLoop::adopt_listener(int fd) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
+    acceptor_.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
     acceptor_.non_blocking(true);
-    return acceptor_.local_endpoint().port();
+}
+
+void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
+    slot_ = &slot;
+    handlers_.attach_stats(slot);
+    router_.attach_stats(shared, slot, config_.status_endpoints, config_.quarantine_window_s);
 }
 
 void EventLoop::run() {
+    // The master's watchdog aims SIGABRT at this thread when a handler overruns.
+    if (slot_) slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
     accept();
     tick();
     io_.run();
@@ -85,6 +82,10 @@ void EventLoop::stop() { io_.stop(); }
 
 void EventLoop::attach(Connection* c) {
     ++connection_count_;
+    if (slot_) {
+        bump(slot_->accepted_connections);
+        slot_->open_connections.store(connection_count_, std::memory_order_relaxed);
+    }
     c->next = connections_;
     if (connections_) connections_->prev = c;
     connections_ = c;
@@ -92,6 +93,7 @@ void EventLoop::attach(Connection* c) {
 
 void EventLoop::detach(Connection* c) {
     --connection_count_;
+    if (slot_) slot_->open_connections.store(connection_count_, std::memory_order_relaxed);
     if (c->prev) c->prev->next = c->next;
     else if (connections_ == c) connections_ = c->next;
     if (c->next) c->next->prev = c->prev;

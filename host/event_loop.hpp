@@ -21,6 +21,8 @@ namespace cspd {
 
 class Connection;
 class StaticFiles;
+struct LoopSlot;
+struct SharedStats;
 
 class EventLoop {
 public:
@@ -29,8 +31,10 @@ public:
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
 
-    /// Opens this loop's acceptor with SO_REUSEPORT; returns the bound port. Throws on failure.
-    unsigned short listen(const boost::asio::ip::address& address, unsigned short port);
+    /// Takes over a listening socket (see open_listener); the loop closes it when it drains.
+    void adopt_listener(int fd);
+    /// Counts into `slot` of the shared counters; `shared` also answers /metrics and /-/status.
+    void attach_stats(SharedStats& shared, LoopSlot& slot);
 
     /// Runs until stop(), or until drained. Call from the loop's own thread.
     void run();
@@ -87,6 +91,7 @@ private:
     std::uint32_t last_accept_error_log_ = ~0u;
     std::uint32_t now_s_ = 0;
     bool draining_ = false;
+    LoopSlot* slot_ = nullptr;
 };
 
 } // namespace cspd

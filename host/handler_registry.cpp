@@ -4,6 +4,14 @@ namespace cspd {
 
 void HandlerRegistry::subscribe(Subscriber subscriber) { subscribers_.push_back(std::move(subscriber)); }
 
+void HandlerRegistry::subscribe_refusals(RefusalSubscriber subscriber) {
+    refusal_subscribers_.push_back(std::move(subscriber));
+}
+
+void HandlerRegistry::refused(const std::string& name, const std::string& reason) {
+    for (const auto& subscriber : refusal_subscribers_) subscriber(name, reason);
+}
+
 void HandlerRegistry::install(std::shared_ptr<const HandlerVersion> version) {
     const std::string name = version->name();
     live_[name] = version;

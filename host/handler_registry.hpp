@@ -18,13 +18,19 @@ public:
     /// Receives (name, version); a null version means the handler is gone.
     using Subscriber = std::function<void(const std::string&, std::shared_ptr<const HandlerVersion>)>;
 
+    /// Receives (name, reason) when a file for `name` is refused; the live version stays.
+    using RefusalSubscriber = std::function<void(const std::string&, const std::string&)>;
+
     /// Setup only, before the first change.
     void subscribe(Subscriber subscriber);
+    void subscribe_refusals(RefusalSubscriber subscriber);
 
     /// Makes `version` the live one for its name and tells every subscriber.
     void install(std::shared_ptr<const HandlerVersion> version);
     /// Removes `name` (no-op if absent) and tells every subscriber.
     void remove(const std::string& name);
+    /// Tells refusal subscribers that a file for `name` was refused, and why.
+    void refused(const std::string& name, const std::string& reason);
     /// Removes everything, at shutdown.
     void clear();
 
@@ -36,6 +42,7 @@ private:
 
     std::map<std::string, std::shared_ptr<const HandlerVersion>> live_;
     std::vector<Subscriber> subscribers_;
+    std::vector<RefusalSubscriber> refusal_subscribers_;
 };
 
 } // namespace cspd

@@ -201,6 +201,7 @@ struct HandlerWatcher::Impl {
                               live->describe());
             else
                 spdlog::error("handler {}: refused {}: {}", name, file.string(), result.error);
+            registry.refused(name, result.error);
             return;
         }
         spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", result.version->describe());
@@ -212,6 +213,7 @@ struct HandlerWatcher::Impl {
         if (std::string why = loader.untrusted(source); !why.empty()) {
             seen[name] = on_disk;
             spdlog::error("handler {}: refused {}: untrusted: {}", name, source.string(), why);
+            registry.refused(name, "untrusted: " + why);
             return;
         }
         auto& job = jobs[name];
@@ -259,6 +261,7 @@ struct HandlerWatcher::Impl {
             spdlog::error("handler {}: {} does not compile{}:\n{}", name, source.filename().string(),
                           live && !options.dev_diagnostics ? "; " + live->describe() + " keeps serving" : "",
                           result.diagnostics);
+            registry.refused(name, source.filename().string() + " does not compile");
             if (options.dev_diagnostics)
                 registry.install(loader.diagnostics_version(name, source.filename().string() + " does not compile:\n\n" +
                                                                    result.diagnostics));

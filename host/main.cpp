@@ -1,12 +1,17 @@
 // cspd: command line -> Config -> Server. Nothing else lives here.
 #include "config.hpp"
 #include "crash_reporter.hpp"
+#include "log_file.hpp"
+#include "master.hpp"
 #include "scaffold.hpp"
 #include "server.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -35,7 +40,13 @@ int main(int argc, char** argv) {
     app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")->capture_default_str();
     app.add_option("--handlers", handlers_dir, "folder watched for NAME.so handlers")->capture_default_str();
     app.add_option("--www", www_dir, "folder of static files")->capture_default_str();
-    app.add_option("--workers", config.workers, "event loops (0: one per core)")->capture_default_str();
+    config.workers = std::max(1u, std::thread::hardware_concurrency());
+    app.add_option("--workers", config.workers,
+                   "worker processes under a supervising master (default: one per core; 0: one process, no master)")
+        ->capture_default_str();
+    bool single_process = false;
+    app.add_flag("--single-process", single_process, "same as --workers 0: everything in one process, for debugging");
+    app.add_option("--threads", config.threads, "event loops per process")->capture_default_str();
     app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -57,6 +68,23 @@ int main(int argc, char** argv) {
     app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
     std::string sdk_include;
     app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
+    app.add_option("--handler-timeout", config.handler_timeout_s,
+                   "watchdog: a handler call running longer aborts its worker, s (0: off)")
+        ->capture_default_str();
+    app.add_option("--quarantine-crashes", config.quarantine_crashes,
+                   "quarantine a handler version after this many crashes… (0: never)")
+        ->capture_default_str();
+    app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
+        ->capture_default_str();
+    bool no_status = false;
+    app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
+    std::string log_file;
+    app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
+    // Set by the master when it starts a worker; not for people.
+    int worker_index = -1;
+    pid_t master_pid = 0;
+    app.add_option("--worker-index", worker_index)->group("");
+    app.add_option("--master-pid", master_pid)->group("");
     bool no_probes = false;
     app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
     bool insecure_handlers = false;
@@ -78,19 +106,38 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    if (single_process) config.workers = 0;
+    if (config.threads == 0) config.threads = 1;
+    config.status_endpoints = !no_status;
+    config.log_file = log_file;
     config.strict_handler_modes = !insecure_handlers;
     config.sdk_include = sdk_include;
     config.probes = !no_probes;
 
     config.handlers_dir = handlers_dir;
     config.www_dir = www_dir;
+    if (worker_index >= 0) {
+        // A worker outlives no master: when it goes, drain and exit.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != master_pid) return 0;
+    } else if (!config.log_file.empty()) {
+        try {
+            cspd::redirect_stderr_to(config.log_file);  // workers inherit it
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "cspd: %s\n", e.what());
+            return 1;
+        }
+    }
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd"));  // stdout stays free
     spdlog::set_level(spdlog::level::from_str(config.log_level));
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P] %v");
 
     cspd::install_crash_reporter();
     try {
-        return cspd::Server(std::move(config)).run();
+        if (worker_index >= 0)
+            return cspd::Server(std::move(config), cspd::WorkerRole{static_cast<unsigned>(worker_index), master_pid}).run();
+        if (config.workers == 0) return cspd::Server(std::move(config)).run();
+        return cspd::Master(std::move(config), std::vector<std::string>(argv, argv + argc)).run();
     } catch (const std::exception& e) {
         spdlog::critical("cannot start: {}", e.what());
         return 1;

@@ -2,6 +2,8 @@
 
 #include "crash_reporter.hpp"
 #include "http_response.hpp"
+#include "shared_stats.hpp"
+#include "status_report.hpp"
 #include "uri.hpp"
 
 #include <spdlog/spdlog.h>
@@ -39,8 +41,22 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& 
                const bool* draining)
     : handlers_(handlers), www_(www), date_(date), probes_(probes), draining_(draining) {}
 
+void Router::attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s) {
+    shared_ = &shared;
+    slot_ = &slot;
+    status_endpoints_ = endpoints;
+    retry_after_s_ = retry_after_s;
+}
+
 int Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
-                     StaticFiles::File& body_file) {
+                    StaticFiles::File& body_file) {
+    const int status = route(request, client, keep_alive, out, body_file);
+    if (slot_) bump(slot_->requests[status_class(status)]);
+    return status;
+}
+
+int Router::route(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+                  StaticFiles::File& body_file) {
     const bool http10 = request.http_major == 1 && request.http_minor == 0;
     close_after_ = false;
     Context ctx{request, client, keep_alive, http10, {}};
@@ -68,15 +84,23 @@ int Router::respond(const HttpRequest& request, const ClientInfo& client, bool k
 
     if (ctx.path.starts_with(kHandlerPrefix)) {
         std::string_view name = ctx.path.substr(kHandlerPrefix.size());
-        const HandlerVersion* handler = is_valid_handler_name(name) ? handlers_.find(name) : nullptr;
+        const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
         if (!handler) {
             return error(ctx, 404, out);
+        }
+        if (shared_ && shared_->quarantine_count.load(std::memory_order_relaxed) != 0) {
+            const HandlerFileIdentity& file = handler->version->file();
+            if (is_quarantined(*shared_, name, file.size, file.content_hash)) return serve_quarantined(ctx, out);
         }
         return run_handler(*handler, ctx, target.query, out);
     }
     if (probes_ && ctx.path.starts_with("/-/")) {
         if (ctx.path == "/-/healthy") return serve_probe(ctx, false, out);
         if (ctx.path == "/-/ready") return serve_probe(ctx, true, out);
+    }
+    if (status_endpoints_) {
+        if (ctx.path == "/metrics") return serve_report(ctx, true, out);
+        if (ctx.path == "/-/status") return serve_report(ctx, false, out);
     }
     return serve_static(ctx, out, body_file);
 }
@@ -97,26 +121,66 @@ int Router::serve_probe(const Context& ctx, bool ready_probe, std::string& out) 
     return status;
 }
 
-int Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query,
-                         std::string& out) {
+namespace {
+/// Marks a handler call in the loop's slot (the master's watchdog reads it) and, on the
+/// way out, counts it into the handler's latency histogram.
+class TimedCall {
+public:
+    TimedCall(LoopSlot* slot, HandlerStats* stats) : slot_(slot), stats_(stats) {
+        if (!slot_) return;
+        started_ = monotonic_now_ns();
+        slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers) + 1 : 0,
+                                     std::memory_order_relaxed);
+        slot_->handler_started_ns.store(started_, std::memory_order_relaxed);
+    }
+    ~TimedCall() {
+        if (!slot_) return;
+        const std::int64_t elapsed = monotonic_now_ns() - started_;
+        slot_->handler_started_ns.store(0, std::memory_order_relaxed);
+        if (!stats_) return;
+        const double seconds = static_cast<double>(elapsed) * 1e-9;
+        unsigned bucket = 0;
+        while (bucket < std::size(kLatencyBounds) && seconds > kLatencyBounds[bucket]) ++bucket;
+        bump(stats_->latency[bucket]);
+        bump(stats_->latency_sum_ns, static_cast<std::uint64_t>(elapsed));
+    }
+    TimedCall(const TimedCall&) = delete;
+    TimedCall& operator=(const TimedCall&) = delete;
+
+private:
+    LoopSlot* slot_;
+    HandlerStats* stats_;
+    std::int64_t started_ = 0;
+};
+} // namespace
+
+int Router::run_handler(const HandlerTable::Entry& entry, const Context& ctx, std::string_view query,
+                        std::string& out) {
+    const HandlerVersion& handler = *entry.version;
+    HandlerStats* stats = slot_ ? entry.stats : nullptr;
     reply_.reset();
     view_.bind(ctx.request, ctx.path, query, ctx.client.address, ctx.client.port, handler.state());
     int status;
     try {
+        TimedCall timed(slot_, stats);
         RunningHandler marker(handler);  // named in the crash report if this call brings the process down
         status = handler.handle(view_.raw(), reply_.raw());
     } catch (const std::exception& e) {
         spdlog::error("handler {}: threw on {} {}: {}", handler.describe(), ctx.request.method, ctx.path, e.what());
+        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
         return error(ctx, 500, out);
     } catch (...) {
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), ctx.request.method,
                       ctx.path);
+        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
         return error(ctx, 500, out);
     }
     if (status < 200 || status > 599) {
         spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), status);
+        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
         return error(ctx, 500, out);
     }
+    if (stats) bump(stats->requests[status_class(status)]);
     ResponseHead head;
     head.status = status;
     head.content_type = reply_.content_type();
@@ -127,6 +191,35 @@ int Router::run_handler(const HandlerVersion& handler, const Context& ctx, std::
     head.head_only = ctx.request.head;
     append_response(out, head, reply_.body());
     return status;
+}
+
+int Router::serve_quarantined(const Context& ctx, std::string& out) {
+    ResponseHead head;
+    head.status = 503;
+    head.content_type = "text/plain; charset=utf-8";
+    const std::string retry = "Retry-After: " + std::to_string(retry_after_s_) + "\r\n";
+    head.extra_headers = retry;
+    head.date = date_.now();
+    head.keep_alive = ctx.keep_alive;
+    head.http10 = ctx.http10;
+    head.head_only = ctx.request.head;
+    append_response(out, head, "503 Service Unavailable: this handler version kept crashing and is quarantined "
+                               "until a new version is dropped in\n");
+    return 503;
+}
+
+int Router::serve_report(const Context& ctx, bool metrics, std::string& out) {
+    if (ctx.request.method != "GET" && !ctx.request.head) return error(ctx, 405, out);
+    ResponseHead head;
+    head.status = 200;
+    head.content_type = metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
+    head.extra_headers = "Cache-Control: no-store\r\n";
+    head.date = date_.now();
+    head.keep_alive = ctx.keep_alive;
+    head.http10 = ctx.http10;
+    head.head_only = ctx.request.head;
+    append_response(out, head, metrics ? render_metrics(*shared_) : render_status(*shared_));
+    return 200;
 }
 
 int Router::serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file) {

@@ -14,6 +14,9 @@
 
 namespace cspd {
 
+struct LoopSlot;
+struct SharedStats;
+
 struct ClientInfo {
     std::string_view address;  ///< "127.0.0.1"
     unsigned short port = 0;
@@ -25,6 +28,11 @@ public:
     /// /-/ready says 503 once `*draining` is true.
     Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, bool probes = true,
            const bool* draining = nullptr);
+
+    /// Counts every response into `slot`; handler calls are timed and marked there for the
+    /// watchdog; quarantined handler versions answer 503 with Retry-After: `retry_after_s`.
+    /// With `endpoints`, GET /-/status and /metrics report `shared`.
+    void attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s);
 
     /// Files at least this large are not copied into `out`: their body is sent from the file.
     static constexpr std::size_t kStreamFileBytes = 256 * 1024;
@@ -40,7 +48,11 @@ public:
 
 private:
     struct Context;
-    int run_handler(const HandlerVersion& handler, const Context& ctx, std::string_view query, std::string& out);
+    int route(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
+              StaticFiles::File& body_file);
+    int run_handler(const HandlerTable::Entry& handler, const Context& ctx, std::string_view query, std::string& out);
+    int serve_quarantined(const Context& ctx, std::string& out);
+    int serve_report(const Context& ctx, bool metrics, std::string& out);
     int serve_static(const Context& ctx, std::string& out, StaticFiles::File& body_file);
     int serve_probe(const Context& ctx, bool ready_probe, std::string& out);
     int error(const Context& ctx, int status, std::string& out);
@@ -52,6 +64,10 @@ private:
     const bool* draining_;
     std::string decoded_path_;
     bool close_after_ = false;
+    SharedStats* shared_ = nullptr;
+    LoopSlot* slot_ = nullptr;
+    bool status_endpoints_ = false;
+    unsigned retry_after_s_ = 60;
     HandlerRequestView view_;
     HandlerReply reply_;
 };

@@ -5,6 +5,9 @@
 #include "handler_loader.hpp"
 #include "handler_registry.hpp"
 #include "handler_watcher.hpp"
+#include "listener.hpp"
+#include "log_file.hpp"
+#include "shared_stats.hpp"
 #include "static_files.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -13,8 +16,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <thread>
+
+#include <unistd.h>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -26,35 +32,56 @@ std::filesystem::path scratch_parent() {
 }
 } // namespace
 
-Server::Server(Config config) : config_(std::move(config)) {
-    if (config_.workers == 0) config_.workers = std::max(1u, std::thread::hardware_concurrency());
+Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {
+    if (config_.threads == 0) config_.threads = 1;
 }
 
 int Server::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
     StaticFiles www(config_.www_dir);
-    const asio::ip::address address = asio::ip::make_address(config_.bind_address);
+
+    // Alone, this process makes its own counters and sockets; a worker gets them from its master.
+    SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create();
+    SharedStats& stats = shared.stats();
+    const unsigned first_slot = role_ ? role_->index * config_.threads : 0;
+    if (first_slot + config_.threads > kMaxSlots)
+        throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
+    if (!role_) {
+        stats.slot_count.store(config_.threads);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            stats.slots[t].pid.store(::getpid());
+            stats.slots[t].started_unix_ms.store(unix_now_ms());
+        }
+    }
 
     std::vector<std::unique_ptr<EventLoop>> loops;
     unsigned short port = config_.port;
-    for (unsigned i = 0; i < config_.workers; ++i) {
-        loops.push_back(std::make_unique<EventLoop>(i, config_, www));
+    for (unsigned t = 0; t < config_.threads; ++t) {
+        loops.push_back(std::make_unique<EventLoop>(first_slot + t, config_, www));
+        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t) : open_listener(config_.bind_address, port);
         // With --port 0 the first loop learns the port; the others join it.
-        port = loops.back()->listen(address, port);
+        if (!role_) port = bound_port(fd);
+        loops.back()->adopt_listener(fd);
+        loops.back()->attach_stats(stats, stats.slots[first_slot + t]);
     }
 
     asio::io_context control;
     // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
-    asio::signal_set signals(control, SIGINT, SIGTERM);
+    asio::signal_set signals(control, SIGINT, SIGTERM, SIGQUIT);
+    asio::signal_set requests(control, SIGHUP, SIGUSR1);
     HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
     HandlerRegistry registry;
     for (auto& loop : loops) {
         EventLoop* target = loop.get();
-        registry.subscribe([target](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
-            target->post([target, name, version = std::move(version)]() mutable {
-                target->handlers().set(name, std::move(version));
+        const bool counts = loop == loops.front();  // one count per process, not per loop
+        registry.subscribe([target, counts](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
+            target->post([target, name, counts, version = std::move(version)]() mutable {
+                target->handlers().set(name, std::move(version), counts);
             });
+        });
+        registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {
+            target->post([target, name, reason, counts] { target->handlers().note_refusal(name, reason, counts); });
         });
     }
     std::unique_ptr<HandlerCompiler> compiler;
@@ -73,14 +100,46 @@ int Server::run() {
 
     std::vector<std::thread> threads;
     for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
-    spdlog::info("cspd listening on {}:{} with {} event loop(s); handlers from {}, static files from {}",
-                 config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
+    for (unsigned t = 0; t < config_.threads; ++t) stats.slots[first_slot + t].ready.store(1);
+    if (role_)
+        spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops.size());
+    else
+        spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
+                     "from {}, static files from {}",
+                     config_.bind_address, port, loops.size(), config_.handlers_dir.string(),
+                     config_.www_dir.string());
+
+    std::function<void()> wait_for_requests = [&] {
+        requests.async_wait([&](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (signal == SIGHUP) {
+                spdlog::info("SIGHUP: re-reading the handlers folder");
+                watcher.rescan();
+            } else if (!config_.log_file.empty()) {
+                try {
+                    redirect_stderr_to(config_.log_file);
+                    spdlog::info("SIGUSR1: reopened {}", config_.log_file.string());
+                } catch (const std::exception& e) {
+                    spdlog::error("SIGUSR1: {}; logging on to the old file", e.what());
+                }
+            }
+            wait_for_requests();
+        });
+    };
+    wait_for_requests();
 
     asio::steady_timer drain_deadline(control);
     bool stopping = false;
     signals.async_wait([&](boost::system::error_code ec, int signal) {
         if (ec) return;
         stopping = true;
+        requests.cancel();
+        if (signal == SIGQUIT) {
+            spdlog::info("SIGQUIT: stopping now");
+            for (auto& loop : loops) loop->stop();
+            watcher.stop();
+            return;
+        }
         spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
         for (auto& loop : loops) loop->begin_drain();  // first: stopping the watcher may wait for a compiler
         watcher.stop();
@@ -101,7 +160,8 @@ int Server::run() {
 
     registry.clear();
     loops.clear();  // drops the last references: cleanup hooks run, libraries unload
-    spdlog::info("cspd stopped");
+    if (role_) spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
+    else spdlog::info("cspd stopped");
     return 0;
 }
 

@@ -1,0 +1,18 @@
+// Listening sockets, opened before any event loop exists: the master opens one per
+// worker (all SO_REUSEPORT on one port) and hands each down at spawn, so a worker that
+// dies leaves its socket, and the connections queued on it, to its replacement.
+#pragma once
+
+#include <string>
+
+namespace cspd {
+
+/// A listening TCP socket on `address`:`port` (0: any free port) with SO_REUSEPORT,
+/// TCP_NODELAY (inherited by accepted sockets) and TCP_DEFER_ACCEPT. Close-on-exec and
+/// non-blocking. Throws with the reason (address in use, bad address) on failure.
+int open_listener(const std::string& address, unsigned short port);
+
+/// The port a socket is bound to.
+unsigned short bound_port(int fd);
+
+} // namespace cspd
