@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/sendfile.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <unistd.h>
@@ -337,7 +338,10 @@ void Connection::on_linger_readable() {
 }
 
 void Connection::on_drain() {
-    if (idle()) close();
+    // A request that has already reached the socket was sent to a server that looked open:
+    // answer it (with Connection: close) rather than drop it. Only a truly idle connection closes now.
+    int unread = 0;
+    if (idle() && (::ioctl(socket_.native_handle(), FIONREAD, &unread) != 0 || unread == 0)) close();
 }
 
 void Connection::on_tick(std::uint32_t now) {

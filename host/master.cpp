@@ -33,10 +33,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// Moves a descriptor above the fixed numbers workers receive (3, 4, …), so that no
-/// dup2 at spawn overwrites a descriptor another dup2 still has to read.
-int move_high(int fd) {
-    int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 256);
+/// Moves a descriptor above the fixed numbers workers receive (3, 4, … `above`), so that
+/// no dup2 at spawn overwrites a descriptor another dup2 still has to read.
+int move_high(int fd, int above) {
+    if (fd > above) return fd;
+    int high = ::fcntl(fd, F_DUPFD_CLOEXEC, above + 1);
     if (high < 0) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
     ::close(fd);
     return high;
@@ -79,11 +80,12 @@ public:
         listeners_.reserve(config_.loops_total());
         unsigned short port = config_.port;
         for (unsigned i = 0; i < config_.loops_total(); ++i) {
-            listeners_.push_back(move_high(open_listener(config_.bind_address, port)));
+            listeners_.push_back(move_high(open_listener(config_.bind_address, port), highest_fixed_fd()));
             port = bound_port(listeners_.back());  // --port 0: the first socket picks, the rest join it
         }
         port_ = port;
-        stats_fd_ = move_high(::fcntl(shared_.fd(), F_DUPFD_CLOEXEC, 0));
+        stats_fd_ = ::fcntl(shared_.fd(), F_DUPFD_CLOEXEC, highest_fixed_fd() + 1);
+        if (stats_fd_ < 0) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
     }
 
     ~Supervisor() {
@@ -102,6 +104,8 @@ public:
     }
 
 private:
+    int highest_fixed_fd() const { return WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) - 1; }
+
     // --- workers ---------------------------------------------------------------------
 
     void spawn(unsigned index) {

@@ -118,12 +118,29 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
         HttpClient client(server.port());
         client.send(std::string("GET /csp/crash?how=") + how + " HTTP/1.1\r\nHost: h\r\n\r\n");
         auto answer = client.read_response();
-        EXPECT_FALSE(answer) << answer->raw;  // the process is gone: no answer
+        EXPECT_FALSE(answer) << answer->raw;  // the worker is gone: no answer
         EXPECT_TRUE(server.wait_for_log("cspd: CRASH: signal"));
         EXPECT_TRUE(server.wait_for_log("in handler crash.so#1"));
         EXPECT_TRUE(server.wait_for_log("cspd: backtrace:"));
-        EXPECT_EQ(server.stop(), -1);  // died of the signal, as the report says
+        // The master saw the real cause of death and put a new worker in its place.
+        EXPECT_TRUE(server.wait_for_log("killed by signal")) << server.log();
+        EXPECT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/crash?how=no"); return r && r->status == 200; }));
+        EXPECT_EQ(server.stop(), 0);
     }
+}
+
+TEST(Lifecycle, ASingleProcessDiesOfAHandlerCrash) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "under AddressSanitizer/UBSan the sanitizers own fatal signals and write their own report";
+#endif
+    TestServer server({"--single-process"});
+    std::filesystem::copy_file(test_handler("crash.so"), server.handlers() / "crash.so");
+    ASSERT_TRUE(server.wait_for_log("handler crash: loaded"));
+    HttpClient client(server.port());
+    client.send("GET /csp/crash?how=segv HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_FALSE(client.read_response());
+    EXPECT_TRUE(server.wait_for_log("in handler crash.so#1"));
+    EXPECT_EQ(server.stop(), -1);  // no master: the process died of the signal, as the report says
 }
 
 TEST(Lifecycle, AnswersHealthAndReadinessProbes) {

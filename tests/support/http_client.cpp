@@ -38,6 +38,13 @@ HttpClient::HttpClient(unsigned short port, std::chrono::milliseconds timeout) {
     }
 }
 
+unsigned short HttpClient::local_port() const {
+    sockaddr_in addr{};
+    socklen_t length = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &length);
+    return ntohs(addr.sin_port);
+}
+
 HttpClient::~HttpClient() {
     if (fd_ >= 0) ::close(fd_);
 }

@@ -36,6 +36,10 @@ public:
     std::optional<HttpResponse> get(const std::string& target);
     /// True if the server closed the connection (EOF) within the timeout.
     bool closed_by_peer();
+    /// Bytes received but not yet part of a whole response (e.g. a response cut short).
+    const std::string& leftover() const { return buffer_; }
+    /// This end's port, to find the connection in /proc/net/tcp.
+    unsigned short local_port() const;
 
 private:
     bool fill();  // reads more into buffer_; false on EOF, error or timeout

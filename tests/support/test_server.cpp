@@ -28,7 +28,7 @@ TestServer::TestServer(std::vector<std::string> extra_args, bool start_now)
 
 TestServer::~TestServer() {
     if (pid_ > 0) {
-        ::kill(pid_, SIGKILL);
+        ::kill(-pid_, SIGKILL);  // the master and its workers: they share the group it leads
         ::waitpid(pid_, nullptr, 0);
     }
 }
@@ -36,21 +36,34 @@ TestServer::~TestServer() {
 void TestServer::start() {
     std::vector<std::string> args{CSPD_BINARY, "--port", "0", "--bind", "127.0.0.1", "--handlers", handlers_.string(),
                                   "--www", www_.string(), "--log-level", "debug"};
-    if (std::find(extra_args_.begin(), extra_args_.end(), "--workers") == extra_args_.end()) {
-        args.push_back("--workers");
-        args.push_back("2");  // two loops on every machine: cross-loop effects show in tests
+    const auto given = [&](const char* flag) {
+        return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
+    };
+    if (!given("--workers") && !given("--single-process")) {
+        args.insert(args.end(), {"--workers", "1"});  // master + one worker: log lines appear once
+        if (!given("--threads")) args.insert(args.end(), {"--threads", "2"});  // cross-loop effects show
     }
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    // With --log-file the server's own file is where its log (and port) is.
+    if (auto it = std::find(extra_args_.begin(), extra_args_.end(), "--log-file");
+        it != extra_args_.end() && std::next(it) != extra_args_.end())
+        log_file_ = *std::next(it);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const auto stderr_file = dir_.path() / "cspd.log";
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setpgroup(&attributes, 0);  // its own group, so that teardown reaches every worker
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    int rc = posix_spawn(&pid_, args[0].c_str(), &actions, &attributes, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
 
     const std::regex listening(R"(listening on [^ ]*:(\d+) )");
@@ -73,11 +86,12 @@ int TestServer::stop(std::chrono::milliseconds timeout) {
     pid_t done = 0;
     eventually([&] { return (done = ::waitpid(pid_, &status, WNOHANG)) != 0; }, timeout);
     if (done != pid_) {
-        ::kill(pid_, SIGKILL);
+        ::kill(-pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);
         pid_ = -1;
         return -1;
     }
+    ::kill(-pid_, SIGKILL);  // nothing should be left; if a worker is, it must not outlive the test
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -93,12 +107,34 @@ bool TestServer::wait_for_log(const std::string& text, std::chrono::milliseconds
     return eventually([&] { return log().find(text) != std::string::npos; }, timeout);
 }
 
+std::vector<pid_t> TestServer::worker_pids() const {
+    std::vector<pid_t> pids;
+    std::ifstream children("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children");
+    pid_t child;
+    while (children >> child) pids.push_back(child);
+    if (pids.empty() && std::find(extra_args_.begin(), extra_args_.end(), "--single-process") != extra_args_.end())
+        pids.push_back(pid_);
+    return pids;
+}
+
+pid_t TestServer::worker_pid() const {
+    pid_t pid = -1;
+    eventually([&] {
+        auto pids = worker_pids();
+        if (!pids.empty()) pid = pids.front();
+        return !pids.empty();
+    });
+    return pid;
+}
+
 std::size_t TestServer::handler_mappings() const {
-    std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
-    std::string line;
     std::size_t count = 0;
-    while (std::getline(maps, line))
-        if (line.find("/cspd-" + std::to_string(pid_) + "-") != std::string::npos) ++count;
+    for (pid_t pid : worker_pids()) {
+        std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+        std::string line;
+        while (std::getline(maps, line))
+            if (line.find("/cspd-" + std::to_string(pid) + "-") != std::string::npos) ++count;
+    }
     return count;
 }
 

@@ -27,13 +27,18 @@ public:
     int stop(std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
     unsigned short port() const { return port_; }
+    /// The process started: the master (or the only process with --single-process).
     pid_t pid() const { return pid_; }
+    /// The processes that serve: the master's children (or the process itself with --single-process).
+    std::vector<pid_t> worker_pids() const;
+    /// The first of them, waiting briefly for one to exist; -1 if none.
+    pid_t worker_pid() const;
     const std::filesystem::path& handlers() const { return handlers_; }
     const std::filesystem::path& www() const { return www_; }
     std::string log() const;
     /// Polls the log for `text`; true once it appears.
     bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
-    /// Lines of /proc/PID/maps that name a private handler copy.
+    /// Lines of /proc/PID/maps of every worker that name a private handler copy.
     std::size_t handler_mappings() const;
 
 private:
