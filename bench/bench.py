@@ -75,20 +75,39 @@ class Server:
     def pid(self):
         return self.proc.pid
 
+    def pids(self):
+        """The server's process and its descendants (a master's workers count too)."""
+        found, queue = [], [self.pid()]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            try:
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    queue += [int(c) for c in (task / "children").read_text().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return found
+
     def cpu_ns(self):
         total = 0
-        for task in Path(f"/proc/{self.pid()}/task").iterdir():
+        for pid in self.pids():
             try:
-                total += int((task / "schedstat").read_text().split()[0])
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    total += int((task / "schedstat").read_text().split()[0])
             except (FileNotFoundError, ProcessLookupError):
                 pass
         return total
 
     def rss_kib(self):
-        for line in Path(f"/proc/{self.pid()}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        total = 0
+        for pid in self.pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return total
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -111,7 +130,8 @@ def static_tree(work):
 
 class Cspd(Server):
     def __init__(self, port, work, binary, handlers):
-        super().__init__("cspd", port, work, "1 event loop (--workers 1), handlers hello.so and xpng.so")
+        super().__init__("cspd", port, work, "master + 1 worker process with 1 event loop (--workers 1), "
+                         "handlers hello.so and xpng.so")
         self.binary, self.handlers = binary, handlers
 
     def command(self):

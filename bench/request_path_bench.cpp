@@ -3,6 +3,7 @@
 #include "handler_loader.hpp"
 #include "http_parser.hpp"
 #include "router.hpp"
+#include "shared_stats.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -19,16 +20,20 @@ struct Pipeline : cspd::RequestSink {
     std::unique_ptr<cspd::Router> router;
     std::filesystem::path scratch = std::filesystem::temp_directory_path();
     cspd::HandlerLoader loader{scratch};
+    cspd::SharedStatsMapping shared = cspd::SharedStatsMapping::create();
     std::string out;
 
-    Pipeline() {
+    /// With `counters`, as the server runs: every response counted, handler calls timed.
+    explicit Pipeline(bool counters) {
         www = std::make_unique<cspd::StaticFiles>(CSPD_SOURCE_DIR "/www");
+        if (counters) table.attach_stats(shared.stats().slots[0]);
         for (const char* name : {"hello", "xpng"}) {
             auto loaded = loader.load(name, std::string(CSPD_HANDLERS_DIR "/") + name + ".so");
             if (!loaded.version) throw std::runtime_error(loaded.error);
             table.set(name, loaded.version);
         }
         router = std::make_unique<cspd::Router>(table, *www, date);
+        if (counters) router->attach_stats(shared.stats(), shared.stats().slots[0], true, 60);
     }
 
     cspd::SinkAction on_request(const cspd::HttpRequest& request) override {
@@ -38,13 +43,13 @@ struct Pipeline : cspd::RequestSink {
     }
 };
 
-Pipeline& pipeline() {
-    static Pipeline p;
-    return p;
+Pipeline& pipeline(bool counters = true) {
+    static Pipeline with(true), without(false);
+    return counters ? with : without;
 }
 
-void run(benchmark::State& state, const std::string& input, int requests_per_input) {
-    Pipeline& p = pipeline();
+void run(benchmark::State& state, const std::string& input, int requests_per_input, bool counters = true) {
+    Pipeline& p = pipeline(counters);
     cspd::HttpParser parser;
     for (auto _ : state) {
         p.out.clear();
@@ -68,6 +73,7 @@ std::string repeated(const std::string& one, int n) {
 }
 
 void BM_Hello(benchmark::State& state) { run(state, kHello, 1); }
+void BM_Hello_NoCounters(benchmark::State& state) { run(state, kHello, 1, false); }
 void BM_Xpng(benchmark::State& state) { run(state, kXpng, 1); }
 void BM_BrowserLikeHello(benchmark::State& state) { run(state, kBrowser, 1); }
 void BM_Hello_Pipelined16(benchmark::State& state) { run(state, repeated(kHello, 16), 16); }
@@ -76,6 +82,7 @@ void BM_StaticIndex(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Hello);
+BENCHMARK(BM_Hello_NoCounters);  // what the shared counters and the watchdog's marks cost
 BENCHMARK(BM_Xpng);
 BENCHMARK(BM_BrowserLikeHello);
 BENCHMARK(BM_Hello_Pipelined16);

@@ -1,6 +1,7 @@
 #include "router.hpp"
 
 #include "crash_reporter.hpp"
+#include "cycle_clock.hpp"
 #include "http_response.hpp"
 #include "shared_stats.hpp"
 #include "status_report.hpp"
@@ -46,6 +47,7 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, u
     slot_ = &slot;
     status_endpoints_ = endpoints;
     retry_after_s_ = retry_after_s;
+    CycleClock::calibrate();
 }
 
 int Router::respond(const HttpRequest& request, const ClientInfo& client, bool keep_alive, std::string& out,
@@ -128,21 +130,22 @@ class TimedCall {
 public:
     TimedCall(LoopSlot* slot, HandlerStats* stats) : slot_(slot), stats_(stats) {
         if (!slot_) return;
-        started_ = monotonic_now_ns();
         slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers) + 1 : 0,
                                      std::memory_order_relaxed);
-        slot_->handler_started_ns.store(started_, std::memory_order_relaxed);
+        // The watchdog works in seconds: the coarse clock (a few ns, not ~27) is enough for it.
+        slot_->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_relaxed);
+        started_ = CycleClock::now();
     }
     ~TimedCall() {
         if (!slot_) return;
-        const std::int64_t elapsed = monotonic_now_ns() - started_;
+        const std::uint64_t elapsed = CycleClock::now() - started_;
         slot_->handler_started_ns.store(0, std::memory_order_relaxed);
         if (!stats_) return;
-        const double seconds = static_cast<double>(elapsed) * 1e-9;
+        const double ns = CycleClock::to_ns(elapsed);
         unsigned bucket = 0;
-        while (bucket < std::size(kLatencyBounds) && seconds > kLatencyBounds[bucket]) ++bucket;
+        while (bucket < std::size(kLatencyBounds) && ns > kLatencyBounds[bucket] * 1e9) ++bucket;
         bump(stats_->latency[bucket]);
-        bump(stats_->latency_sum_ns, static_cast<std::uint64_t>(elapsed));
+        bump(stats_->latency_sum_ns, static_cast<std::uint64_t>(ns));
     }
     TimedCall(const TimedCall&) = delete;
     TimedCall& operator=(const TimedCall&) = delete;
@@ -150,7 +153,7 @@ public:
 private:
     LoopSlot* slot_;
     HandlerStats* stats_;
-    std::int64_t started_ = 0;
+    std::uint64_t started_ = 0;
 };
 } // namespace
 
