@@ -27,6 +27,7 @@ struct Config {
     unsigned compile_timeout_s = 60;
     std::filesystem::path sdk_include;   ///< for --compile; empty: beside the binary, else the source tree
     bool status_endpoints = true;        ///< GET /-/status (JSON) and /metrics (Prometheus)
+    std::string status_listen;           ///< "ADDR:PORT": serve those there only; empty: on the main port
     unsigned handler_timeout_s = 10;     ///< watchdog: a handler call running longer kills its worker; 0 = off
     unsigned quarantine_crashes = 3;     ///< this many crashes of one handler version…
     unsigned quarantine_window_s = 60;   ///< …within this many seconds quarantine it

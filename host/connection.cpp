@@ -31,13 +31,14 @@ constexpr std::uint32_t kWriteTimeoutS = 30;
 constexpr std::uint32_t kLingerS = 2;
 } // namespace
 
-Connection::Connection(EventLoop& loop, int fd, const tcp::endpoint& peer)
+Connection::Connection(EventLoop& loop, int fd, const tcp::endpoint& peer, bool status_port)
     : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io().get_executor()),
       parser_(ParseLimits{loop.config().max_head_bytes, loop.config().max_body_bytes}) {
     loop_.attach(this);
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);
     port_ = peer.port();
+    status_port_ = status_port;
 }
 
 Connection::~Connection() {
@@ -176,7 +177,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     const bool keep_alive = request.keep_alive && !loop_.draining();
     StaticFiles::File body_file;
     std::string& out = loop_.output();
-    loop_.router().respond(request, ClientInfo{address_, port_}, keep_alive, out, body_file);
+    loop_.router().respond(request, ClientInfo{address_, port_, status_port_}, keep_alive, out, body_file);
     if (body_file.fd >= 0) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
         if (!streaming_) streaming_ = std::make_unique<Streaming>();

@@ -29,7 +29,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, privat
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
     /// when it first has to wait: a request that is already there is answered without that.
-    Connection(EventLoop& loop, int fd, const boost::asio::ip::tcp::endpoint& peer);
+    /// `status_port`: accepted on --status-listen, where /-/status and /metrics are served.
+    Connection(EventLoop& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port = false);
     ~Connection();
 
     void start();
@@ -114,6 +115,7 @@ private:
     std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
     char address_[46] = {};         // INET6_ADDRSTRLEN
     unsigned short port_ = 0;
+    bool status_port_ = false;
 };
 
 } // namespace cspd

@@ -21,7 +21,7 @@ using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
-    : index_(index), config_(config), acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
+    : index_(index), config_(config), acceptor_(io_), status_acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
       router_(handlers_, www, date_, config.probes, &draining_),
       connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.loops_total() - 1) / config.loops_total())) {}
 
@@ -31,6 +31,7 @@ EventLoop::~EventLoop() {
     for (Connection* c = connections_; c; c = c->next) c->close();
     boost::system::error_code ec;
     acceptor_.close(ec);
+    status_acceptor_.close(ec);
     tick_timer_.cancel();
     accept_retry_.cancel();
     io_.restart();
@@ -46,16 +47,46 @@ void EventLoop::adopt_listener(int fd) {
     acceptor_.non_blocking(true);
 }
 
+void EventLoop::adopt_status_listener(int fd) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
+    status_acceptor_.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+    status_acceptor_.non_blocking(true);
+}
+
+void EventLoop::accept_status() {
+    // Operators' traffic: few connections, so no batching, no limit beyond the loop's own.
+    status_acceptor_.async_wait(tcp::acceptor::wait_read, [this](const boost::system::error_code& ec) {
+        if (ec == asio::error::operation_aborted || draining_) return;
+        if (!ec) {
+            sockaddr_storage peer{};
+            socklen_t length = sizeof peer;
+            int fd = ::accept4(status_acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0) {
+                tcp::endpoint endpoint;
+                std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
+                endpoint.resize(length);
+                std::make_shared<Connection>(*this, fd, endpoint, true)->start();
+            }
+        }
+        accept_status();
+    });
+}
+
 void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
     slot_ = &slot;
     handlers_.attach_stats(slot);
-    router_.attach_stats(shared, slot, config_.status_endpoints, config_.quarantine_window_s);
+    router_.attach_stats(shared, slot, config_.status_endpoints, config_.quarantine_window_s,
+                         !config_.status_listen.empty());
 }
 
 void EventLoop::run() {
     // The master's watchdog aims SIGABRT at this thread when a handler overruns.
     if (slot_) slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
     accept();
+    if (status_acceptor_.is_open()) accept_status();
     tick();
     io_.run();
 }
@@ -67,6 +98,7 @@ void EventLoop::begin_drain() {
         draining_ = true;
         boost::system::error_code ec;
         acceptor_.close(ec);
+        status_acceptor_.close(ec);
         accept_retry_.cancel();
         if (!connections_) tick_timer_.cancel();
         // on_drain may close and so unlink the current node: step first.

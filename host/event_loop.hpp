@@ -33,6 +33,8 @@ public:
 
     /// Takes over a listening socket (see open_listener); the loop closes it when it drains.
     void adopt_listener(int fd);
+    /// Takes over the --status-listen socket: its connections may ask for /-/status and /metrics.
+    void adopt_status_listener(int fd);
     /// Counts into `slot` of the shared counters; `shared` also answers /metrics and /-/status.
     void attach_stats(SharedStats& shared, LoopSlot& slot);
 
@@ -68,6 +70,7 @@ public:
 private:
     void accept();
     void accept_ready();
+    void accept_status();
     void refuse_overload(int fd);
     void tick();
     void after_accept_error();
@@ -77,6 +80,7 @@ private:
     // Sockets and timers are touched only by this loop's thread; only post() comes from others.
     boost::asio::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer accept_retry_;
     HandlerTable handlers_;

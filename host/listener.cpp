@@ -53,6 +53,23 @@ int open_listener(const std::string& address, unsigned short port) {
     return fd;
 }
 
+HostPort parse_host_port(const std::string& text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon + 1 == text.size())
+        throw std::invalid_argument("'" + text + "' is not ADDRESS:PORT");
+    HostPort result;
+    result.address = text.substr(0, colon);
+    if (result.address.size() >= 2 && result.address.front() == '[' && result.address.back() == ']')
+        result.address = result.address.substr(1, result.address.size() - 2);
+    unsigned long port = 0;
+    for (char c : text.substr(colon + 1)) {
+        if (c < '0' || c > '9' || (port = port * 10 + unsigned(c - '0')) > 65535)
+            throw std::invalid_argument("'" + text + "': the port must be a number from 0 to 65535");
+    }
+    result.port = static_cast<unsigned short>(port);
+    return result;
+}
+
 unsigned short bound_port(int fd) {
     sockaddr_storage storage{};
     socklen_t length = sizeof storage;

@@ -12,6 +12,13 @@ namespace cspd {
 /// non-blocking. Throws with the reason (address in use, bad address) on failure.
 int open_listener(const std::string& address, unsigned short port);
 
+/// "127.0.0.1:9100" or "[::1]:9100" → address and port. Throws std::invalid_argument.
+struct HostPort {
+    std::string address;
+    unsigned short port = 0;
+};
+HostPort parse_host_port(const std::string& text);
+
 /// The port a socket is bound to.
 unsigned short bound_port(int fd);
 

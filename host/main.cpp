@@ -1,6 +1,7 @@
 // cspd: command line -> Config -> Server. Nothing else lives here.
 #include "config.hpp"
 #include "crash_reporter.hpp"
+#include "lifecycle_signals.hpp"
 #include "log_file.hpp"
 #include "master.hpp"
 #include "scaffold.hpp"
@@ -30,6 +31,7 @@
 int main(int argc, char** argv) {
     // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.
     std::signal(SIGPIPE, SIG_IGN);
+    cspd::block_lifecycle_signals();  // until the server has its handlers for them
     cspd::Config config;
     std::string handlers_dir = CSPD_DEFAULT_HANDLERS_DIR;
     std::string www_dir = CSPD_DEFAULT_WWW_DIR;
@@ -77,7 +79,11 @@ int main(int argc, char** argv) {
     app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
         ->capture_default_str();
     bool no_status = false;
-    app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
+    auto* no_status_flag =
+        app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
+    app.add_option("--status-listen", config.status_listen,
+                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
+        ->excludes(no_status_flag);
     std::string log_file;
     app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
     // Set by the master when it starts a worker; not for people.

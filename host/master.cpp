@@ -1,5 +1,6 @@
 #include "master.hpp"
 
+#include "lifecycle_signals.hpp"
 #include "listener.hpp"
 #include "log_file.hpp"
 #include "server.hpp"
@@ -84,6 +85,11 @@ public:
             port = bound_port(listeners_.back());  // --port 0: the first socket picks, the rest join it
         }
         port_ = port;
+        if (!config_.status_listen.empty()) {
+            const HostPort where = parse_host_port(config_.status_listen);
+            status_listener_ = move_high(open_listener(where.address, where.port), highest_fixed_fd());
+            spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(status_listener_));
+        }
         stats_fd_ = ::fcntl(shared_.fd(), F_DUPFD_CLOEXEC, highest_fixed_fd() + 1);
         if (stats_fd_ < 0) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
     }
@@ -91,20 +97,22 @@ public:
     ~Supervisor() {
         for (int fd : listeners_) ::close(fd);
         if (stats_fd_ >= 0) ::close(stats_fd_);
+        if (status_listener_ >= 0) ::close(status_listener_);
     }
 
     int run() {
+        unblock_lifecycle_signals();  // the signal_sets exist: from here on signals are handled
         wait_for_signals();
         wait_for_requests();
         wait_for_children();
         for (unsigned i = 0; i < workers_.size(); ++i) spawn(i);
         tick();
         io_.run();
-        return 0;
+        return exit_code_;
     }
 
 private:
-    int highest_fixed_fd() const { return WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) - 1; }
+    int highest_fixed_fd() const { return WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads); }
 
     // --- workers ---------------------------------------------------------------------
 
@@ -122,11 +130,14 @@ private:
         for (unsigned t = 0; t < config_.threads; ++t)
             posix_spawn_file_actions_adddup2(&actions, listeners_[index * config_.threads + t],
                                              WorkerRole::kFirstListenerFd + static_cast<int>(t));
+        if (status_listener_ >= 0)
+            posix_spawn_file_actions_adddup2(&actions, status_listener_,
+                                             WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads));
         posix_spawnattr_t attributes;
         posix_spawnattr_init(&attributes);
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attributes, &none);
+        // Blocked until the worker has its handlers: an early SIGTERM drains it instead of killing it.
+        const sigset_t blocked = lifecycle_signals();
+        posix_spawnattr_setsigmask(&attributes, &blocked);
         posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
         pid_t pid = 0;
         const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
@@ -201,11 +212,14 @@ private:
             slot.open_connections.store(0);
             slot.handler_started_ns.store(0);
         }
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (stopping_) {
-            spdlog::info("worker {} (pid {}) {}", index, pid, describe_exit(status));
+            // A worker that could not stop cleanly makes the whole stop unclean: say so in the exit code.
+            if (!clean && !quitting_) exit_code_ = 1;
+            spdlog::log(clean ? spdlog::level::info : spdlog::level::err, "worker {} (pid {}) {}", index, pid,
+                        describe_exit(status));
             return;
         }
-        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         spdlog::log(clean ? spdlog::level::warn : spdlog::level::err,
             "worker {} (pid {}) {}{}; starting a replacement", index, pid, describe_exit(status),
             blamed.empty() ? "" : " while handler " + blamed.front().name + " was running");
@@ -374,7 +388,10 @@ private:
             // Workers close their copies when they drain; closing ours lets the port go.
             for (int fd : listeners_) ::close(fd);
             listeners_.clear();
+            if (status_listener_ >= 0) ::close(status_listener_);
+            status_listener_ = -1;
             if (signal == SIGQUIT) {
+                quitting_ = true;
                 spdlog::info("SIGQUIT: stopping the workers now");
                 signal_workers(SIGQUIT);
                 deadline(2s);
@@ -392,7 +409,8 @@ private:
         deadline_.expires_after(after);
         deadline_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
-            spdlog::warn("workers still running past the deadline: killing them");
+            spdlog::error("workers still running past the deadline: killing them");
+            exit_code_ = 1;
             signal_workers(SIGKILL);
         });
     }
@@ -426,6 +444,7 @@ private:
     SharedStats& stats_;
     std::vector<int> listeners_;
     int stats_fd_ = -1;
+    int status_listener_ = -1;
     unsigned short port_ = 0;
     asio::signal_set signals_, requests_, children_;
     asio::steady_timer tick_, deadline_;
@@ -433,7 +452,9 @@ private:
     std::vector<Worker> workers_;
     std::map<VersionKey, std::deque<Clock::time_point>> crash_times_;
     bool stopping_ = false;
+    bool quitting_ = false;
     bool announced_all_ = false;
+    int exit_code_ = 0;
 };
 
 } // namespace

@@ -42,7 +42,9 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& 
                const bool* draining)
     : handlers_(handlers), www_(www), date_(date), probes_(probes), draining_(draining) {}
 
-void Router::attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s) {
+void Router::attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s,
+                          bool on_status_port_only) {
+    status_port_only_ = on_status_port_only;
     shared_ = &shared;
     slot_ = &slot;
     status_endpoints_ = endpoints;
@@ -100,7 +102,7 @@ int Router::route(const HttpRequest& request, const ClientInfo& client, bool kee
         if (ctx.path == "/-/healthy") return serve_probe(ctx, false, out);
         if (ctx.path == "/-/ready") return serve_probe(ctx, true, out);
     }
-    if (status_endpoints_) {
+    if (status_endpoints_ && (!status_port_only_ || client.status_port)) {
         if (ctx.path == "/metrics") return serve_report(ctx, true, out);
         if (ctx.path == "/-/status") return serve_report(ctx, false, out);
     }

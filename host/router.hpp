@@ -20,6 +20,7 @@ struct SharedStats;
 struct ClientInfo {
     std::string_view address;  ///< "127.0.0.1"
     unsigned short port = 0;
+    bool status_port = false;  ///< came in on --status-listen
 };
 
 class Router {
@@ -31,8 +32,10 @@ public:
 
     /// Counts every response into `slot`; handler calls are timed and marked there for the
     /// watchdog; quarantined handler versions answer 503 with Retry-After: `retry_after_s`.
-    /// With `endpoints`, GET /-/status and /metrics report `shared`.
-    void attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s);
+    /// GET /-/status and /metrics report `shared`: with `endpoints`, on every connection; with
+    /// `on_status_port_only`, only on those accepted on the status listener.
+    void attach_stats(SharedStats& shared, LoopSlot& slot, bool endpoints, unsigned retry_after_s,
+                      bool on_status_port_only = false);
 
     /// Files at least this large are not copied into `out`: their body is sent from the file.
     static constexpr std::size_t kStreamFileBytes = 256 * 1024;
@@ -67,6 +70,7 @@ private:
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;
     bool status_endpoints_ = false;
+    bool status_port_only_ = false;
     unsigned retry_after_s_ = 60;
     HandlerRequestView view_;
     HandlerReply reply_;

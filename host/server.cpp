@@ -5,6 +5,7 @@
 #include "handler_loader.hpp"
 #include "handler_registry.hpp"
 #include "handler_watcher.hpp"
+#include "lifecycle_signals.hpp"
 #include "listener.hpp"
 #include "log_file.hpp"
 #include "shared_stats.hpp"
@@ -66,10 +67,22 @@ int Server::run() {
         loops.back()->attach_stats(stats, stats.slots[first_slot + t]);
     }
 
+    if (!config_.status_listen.empty()) {
+        // Shared by every worker (operators' traffic is light); the first loop of each accepts on it.
+        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) : -1;
+        if (!role_) {
+            const HostPort where = parse_host_port(config_.status_listen);
+            fd = open_listener(where.address, where.port);
+            spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(fd));
+        }
+        loops.front()->adopt_status_listener(fd);
+    }
+
     asio::io_context control;
     // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
     asio::signal_set signals(control, SIGINT, SIGTERM, SIGQUIT);
     asio::signal_set requests(control, SIGHUP, SIGUSR1);
+    unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
     HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
     HandlerRegistry registry;
     for (auto& loop : loops) {

@@ -14,7 +14,7 @@ namespace cspd {
 /// What a worker gets from its master: descriptors at fixed numbers, and its place.
 struct WorkerRole {
     static constexpr int kStatsFd = 3;          ///< the shared counters (memfd)
-    static constexpr int kFirstListenerFd = 4;  ///< one listening socket per loop: 4, 5, …
+    static constexpr int kFirstListenerFd = 4;  ///< one listening socket per loop: 4, 5, …, then --status-listen's
     unsigned index = 0;                         ///< which worker: its slots are index*threads …
     pid_t master = 0;
 };

@@ -162,6 +162,29 @@ TEST(Metrics, ReportsRefusedHandlers) {
     EXPECT_EQ(samples.at(R"(cspd_handler_refusals_total{handler="bad_abi"})"), 1);
 }
 
+TEST(Metrics, CanBeServedOnAnotherAddressOnly) {
+    TestServer server({"--workers", "2", "--status-listen", "127.0.0.1:0"}, false);
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    server.start();
+    std::smatch m;
+    const std::string log = server.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(/-/status and /metrics on 127\.0\.0\.1:(\d+) only)"))) << log;
+    const auto status_port = static_cast<unsigned short>(std::stoi(m[1]));
+    ASSERT_NE(status_port, server.port());
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(fetch(server.port(), "/csp/hello")->status, 200);
+    // Several connections, so that both workers answer on the status address.
+    for (int i = 0; i < 6; ++i) {
+        auto metrics = fetch(status_port, "/metrics");
+        ASSERT_TRUE(metrics);
+        ASSERT_EQ(metrics->status, 200);
+        EXPECT_EQ(parse_exposition(metrics->body).at(R"(cspd_handler_requests_total{handler="hello",code="2xx"})"), 5);
+        EXPECT_EQ(fetch(status_port, "/-/status")->status, 200);
+    }
+    EXPECT_EQ(fetch(server.port(), "/metrics")->status, 404);
+    EXPECT_EQ(fetch(server.port(), "/-/status")->status, 404);
+    EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Metrics, CanBeTurnedOff) {
     TestServer server({"--no-status"});
     EXPECT_EQ(fetch(server.port(), "/metrics")->status, 404);

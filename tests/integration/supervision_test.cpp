@@ -157,7 +157,7 @@ TEST(Supervision, ASegfaultingHandlerHurtsOnlyItsOwnWorker) {
     EXPECT_TRUE(eventually([&] { return serves(server, "/csp/hello"); }));
     EXPECT_TRUE(eventually([&] { return status_json(server).find("\"crashes\": 1") != std::string::npos; }))
         << status_json(server);
-    EXPECT_EQ(server.stop(), 0);
+    EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
 TEST(Supervision, ACrashLoopingVersionIsQuarantinedUntilANewOneArrives) {

@@ -1,5 +1,7 @@
 #include "test_server.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -93,6 +95,12 @@ int TestServer::stop(std::chrono::milliseconds timeout) {
     }
     ::kill(-pid_, SIGKILL);  // nothing should be left; if a worker is, it must not outlive the test
     pid_ = -1;
+    // Under the sanitizers a worker's leak or undefined behaviour must fail the test, even
+    // though the master carried on (crashes that tests cause on purpose are not these).
+    const std::string text = log();
+    for (const char* report : {"ERROR: LeakSanitizer", ": runtime error: "})
+        if (auto at = text.find(report); at != std::string::npos)
+            ADD_FAILURE() << "sanitizer report in the server's log:\n" << text.substr(at > 2000 ? at - 2000 : 0, 6000);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
