@@ -12,6 +12,7 @@ namespace cspd {
 namespace {
 
 thread_local const HandlerVersion* running_handler = nullptr;
+thread_local std::atomic<std::uint32_t>* crash_flag = nullptr;
 
 // Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
 // call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
@@ -25,6 +26,7 @@ void write_all(const char* text, std::size_t size) {
 }
 
 void on_fatal_signal(int signal, siginfo_t* info, void*) {
+    if (crash_flag) crash_flag->store(1, std::memory_order_relaxed);  // lock-free: async-signal-safe
     char line[512];
     const HandlerVersion* handler = running_handler;
     int n;
@@ -52,6 +54,8 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
 } // namespace
 
 void set_running_handler(const HandlerVersion* handler) noexcept { running_handler = handler; }
+
+void set_crash_flag(std::atomic<std::uint32_t>* flag) noexcept { crash_flag = flag; }
 
 void install_crash_reporter() {
     void* warm_up[1];

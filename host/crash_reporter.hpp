@@ -6,10 +6,17 @@
 
 #include "handler_version.hpp"
 
+#include <atomic>
+#include <cstdint>
+
 namespace cspd {
 
 /// Installs the signal handlers (on an alternate stack, so a stack overflow is reported too).
 void install_crash_reporter();
+
+/// Where this thread's crash is recorded for the master (its loop's slot), so that a crash is
+/// blamed on the handler of the thread that faulted. Set once per loop thread.
+void set_crash_flag(std::atomic<std::uint32_t>* flag) noexcept;
 
 /// Marks the handler running on this thread for the crash report; a nullptr clears it.
 /// Cheap enough for every request: one thread-local store.

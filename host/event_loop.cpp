@@ -1,12 +1,14 @@
 #include "event_loop.hpp"
 
 #include "connection.hpp"
+#include "crash_reporter.hpp"
 #include "http_response.hpp"
 #include "shared_stats.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/mman.h>
@@ -22,6 +24,7 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const Config& config, const StaticFiles& www)
     : index_(index), config_(config), acceptor_(io_), status_acceptor_(io_), tick_timer_(io_), accept_retry_(io_),
+      status_accept_retry_(io_),
       router_(handlers_, www, date_, config.probes, &draining_),
       connection_limit_(std::max<std::size_t>(1, (config.max_connections + config.loops_total() - 1) / config.loops_total())) {}
 
@@ -34,12 +37,14 @@ EventLoop::~EventLoop() {
     status_acceptor_.close(ec);
     tick_timer_.cancel();
     accept_retry_.cancel();
+    status_accept_retry_.cancel();
     io_.restart();
     io_.poll();
     for (char* buffer : free_buffers_) ::munmap(buffer, kReadBufferSize);
 }
 
 void EventLoop::adopt_listener(int fd) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // a worker's inherited socket: not for what it starts in turn
     sockaddr_storage local{};
     socklen_t length = sizeof local;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
@@ -48,6 +53,7 @@ void EventLoop::adopt_listener(int fd) {
 }
 
 void EventLoop::adopt_status_listener(int fd) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     sockaddr_storage local{};
     socklen_t length = sizeof local;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
@@ -69,6 +75,13 @@ void EventLoop::accept_status() {
                 std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
                 endpoint.resize(length);
                 std::make_shared<Connection>(*this, fd, endpoint, true)->start();
+            } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                // Out of descriptors: the socket stays readable, so retrying at once would spin.
+                status_accept_retry_.expires_after(100ms);
+                status_accept_retry_.async_wait([this](boost::system::error_code timer_ec) {
+                    if (!timer_ec && !draining_) accept_status();
+                });
+                return;
             }
         }
         accept_status();
@@ -84,7 +97,10 @@ void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
 
 void EventLoop::run() {
     // The master's watchdog aims SIGABRT at this thread when a handler overruns.
-    if (slot_) slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
+    if (slot_) {
+        slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
+        set_crash_flag(&slot_->crashed);
+    }
     accept();
     if (status_acceptor_.is_open()) accept_status();
     tick();
@@ -96,10 +112,14 @@ void EventLoop::post(std::function<void()> fn) { asio::post(io_, std::move(fn));
 void EventLoop::begin_drain() {
     post([this] {
         draining_ = true;
+        // Connections already queued on the socket reached a server that was open: take them
+        // (they are answered with Connection: close) before closing it, which would reset them.
+        accept_backlog();
         boost::system::error_code ec;
         acceptor_.close(ec);
         status_acceptor_.close(ec);
         accept_retry_.cancel();
+        status_accept_retry_.cancel();
         if (!connections_) tick_timer_.cancel();
         // on_drain may close and so unlink the current node: step first.
         for (Connection* c = connections_; c;) {
@@ -179,6 +199,24 @@ void EventLoop::accept_ready() {
         std::make_shared<Connection>(*this, fd, endpoint)->start();
     }
     accept();
+}
+
+void EventLoop::accept_backlog() {
+    if (!acceptor_.is_open()) return;
+    for (int taken = 0; taken < 4096; ++taken) {
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return;  // empty (EAGAIN), or out of descriptors: what is left is reset on close
+        }
+        tcp::endpoint endpoint;
+        std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
+        endpoint.resize(length);
+        std::make_shared<Connection>(*this, fd, endpoint)->start();
+    }
 }
 
 // Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at

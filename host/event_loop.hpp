@@ -71,6 +71,7 @@ private:
     void accept();
     void accept_ready();
     void accept_status();
+    void accept_backlog();
     void refuse_overload(int fd);
     void tick();
     void after_accept_error();
@@ -83,6 +84,7 @@ private:
     boost::asio::ip::tcp::acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer accept_retry_;
+    boost::asio::steady_timer status_accept_retry_;
     HandlerTable handlers_;
     DateCache date_;
     Router router_;

@@ -44,6 +44,11 @@ int move_high(int fd, int above) {
     return high;
 }
 
+bool is_fault(int signal) {
+    return signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL || signal == SIGABRT ||
+           signal == SIGSYS;
+}
+
 std::string describe_exit(int status) {
     if (WIFSIGNALED(status)) {
         const int signal = WTERMSIG(status);
@@ -139,6 +144,15 @@ private:
         const sigset_t blocked = lifecycle_signals();
         posix_spawnattr_setsigmask(&attributes, &blocked);
         posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+        // The slots are reset before the worker exists: it may mark itself ready before posix_spawn returns.
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            LoopSlot& slot = stats_.slots[index * config_.threads + t];
+            slot.ready.store(0);
+            slot.crashed.store(0);
+            slot.handler_started_ns.store(0);
+            slot.thread_id.store(0);
+            slot.started_unix_ms.store(unix_now_ms());
+        }
         pid_t pid = 0;
         const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
         posix_spawn_file_actions_destroy(&actions);
@@ -153,14 +167,7 @@ private:
         worker.started = Clock::now();
         worker.watchdog_fired = false;
         worker.announced = false;
-        for (unsigned t = 0; t < config_.threads; ++t) {
-            LoopSlot& slot = stats_.slots[index * config_.threads + t];
-            slot.ready.store(0);
-            slot.handler_started_ns.store(0);
-            slot.thread_id.store(0);
-            slot.started_unix_ms.store(unix_now_ms());
-            slot.pid.store(pid);
-        }
+        for (unsigned t = 0; t < config_.threads; ++t) stats_.slots[index * config_.threads + t].pid.store(pid);
         spdlog::debug("worker {} started as pid {}", index, pid);
     }
 
@@ -198,13 +205,19 @@ private:
         Worker& worker = workers_[index];
         const pid_t pid = worker.pid;
         worker.pid = 0;
-        // Whatever a loop of this worker was running when it died is what killed it.
+        // The handler a loop was running is to blame if that loop's thread reported the crash, or, when
+        // no thread could report (a sanitizer took the signal), if the death looks like a crash. A
+        // SIGKILL from an operator or the OOM killer blames nobody.
+        bool reported = false;
+        for (unsigned t = 0; t < config_.threads; ++t) reported |= stats_.slots[index * config_.threads + t].crashed.load() != 0;
+        const bool crash_like = WIFSIGNALED(status) ? is_fault(WTERMSIG(status)) : WEXITSTATUS(status) != 0;
         std::vector<VersionKey> blamed;
         for (unsigned t = 0; t < config_.threads; ++t) {
             LoopSlot& slot = stats_.slots[index * config_.threads + t];
             const bool in_handler = slot.handler_started_ns.load() != 0;
             const std::uint32_t running = slot.running_handler.load();
-            if (in_handler && running > 0 && running <= kMaxTrackedHandlers) {
+            const bool faulted = reported ? slot.crashed.load() != 0 : crash_like;
+            if (faulted && in_handler && running > 0 && running <= kMaxTrackedHandlers) {
                 const VersionInfo info = snapshot(slot.handlers[running - 1].info);
                 blamed.push_back({info.name, info.size, info.content_hash});
             }
@@ -354,6 +367,8 @@ private:
                 const std::int64_t started = slot.handler_started_ns.load();
                 if (started == 0 || now - started < limit) continue;
                 const std::uint32_t running = slot.running_handler.load();
+                // The call may have ended and another begun between the two reads: look again next tick.
+                if (slot.handler_started_ns.load(std::memory_order_acquire) != started) continue;
                 VersionKey key;
                 if (running > 0 && running <= kMaxTrackedHandlers) {
                     const VersionInfo info = snapshot(slot.handlers[running - 1].info);

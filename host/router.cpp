@@ -135,15 +135,17 @@ public:
         slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers) + 1 : 0,
                                      std::memory_order_relaxed);
         // The watchdog works in seconds: the coarse clock (a few ns, not ~27) is enough for it.
-        slot_->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_relaxed);
+        // Release: the master reading this start also sees which handler it belongs to.
+        slot_->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_release);
         started_ = CycleClock::now();
     }
     ~TimedCall() {
         if (!slot_) return;
-        const std::uint64_t elapsed = CycleClock::now() - started_;
+        // Signed: a thread moved to a core whose counter lags reads a small negative time, not 2^64.
+        const auto elapsed = static_cast<std::int64_t>(CycleClock::now() - started_);
         slot_->handler_started_ns.store(0, std::memory_order_relaxed);
         if (!stats_) return;
-        const double ns = CycleClock::to_ns(elapsed);
+        const double ns = elapsed > 0 ? std::min(CycleClock::to_ns(std::uint64_t(elapsed)), 1e15) : 0.0;
         unsigned bucket = 0;
         while (bucket < std::size(kLatencyBounds) && ns > kLatencyBounds[bucket] * 1e9) ++bucket;
         bump(stats_->latency[bucket]);
@@ -223,7 +225,14 @@ int Router::serve_report(const Context& ctx, bool metrics, std::string& out) {
     head.keep_alive = ctx.keep_alive;
     head.http10 = ctx.http10;
     head.head_only = ctx.request.head;
-    append_response(out, head, metrics ? render_metrics(*shared_) : render_status(*shared_));
+    std::string body;
+    try {
+        body = metrics ? render_metrics(*shared_) : render_status(*shared_);
+    } catch (const std::exception& e) {
+        spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
+        return error(ctx, 500, out);
+    }
+    append_response(out, head, body);
     return 200;
 }
 

@@ -1,5 +1,6 @@
 #include "shared_stats.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +14,9 @@
 namespace cspd {
 namespace {
 constexpr std::uint32_t kMagic = 0x63737064;  // "cspd"
+// A writer holds a sequence lock for a few stores; a reader that sees it held this many
+// times running is looking at a writer that died mid-update, and must not spin forever.
+constexpr int kSeqlockAttempts = 100000;
 
 SharedStats* map_segment(int fd) {
     void* memory = ::mmap(nullptr, sizeof(SharedStats), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -39,6 +43,7 @@ SharedStatsMapping SharedStatsMapping::create() {
 }
 
 SharedStatsMapping SharedStatsMapping::attach(int fd) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // inherited by this worker only, not by what it starts (a compiler)
     SharedStats* stats = map_segment(fd);
     if (stats->magic != kMagic) {
         ::munmap(stats, sizeof(SharedStats));
@@ -77,12 +82,11 @@ HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept {
 
 VersionInfo snapshot(const SharedVersionInfo& info) noexcept {
     VersionInfo copy;
-    for (;;) {
+    for (int attempt = 0; attempt < kSeqlockAttempts; ++attempt) {
         const std::uint32_t before = info.seq.load(std::memory_order_acquire);
-        if (before & 1) continue;
         std::memcpy(static_cast<void*>(&copy), &info.value, sizeof copy);
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (info.seq.load(std::memory_order_relaxed) == before) break;
+        if (!(before & 1) && info.seq.load(std::memory_order_relaxed) == before) break;
     }
     copy.name[sizeof copy.name - 1] = copy.refusal[sizeof copy.refusal - 1] = '\0';
     return copy;
@@ -91,10 +95,10 @@ VersionInfo snapshot(const SharedVersionInfo& info) noexcept {
 bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size,
                     std::uint64_t hash) noexcept {
     if (name.size() >= kStatsNameBytes) return false;
-    for (;;) {
+    bool found = false;
+    for (int attempt = 0; attempt < kSeqlockAttempts; ++attempt) {
         const std::uint32_t before = stats.quarantine_generation.load(std::memory_order_acquire);
-        if (before & 1) continue;
-        bool found = false;
+        found = false;
         const std::uint32_t count = std::min(stats.quarantine_count.load(std::memory_order_relaxed), kMaxQuarantined);
         for (std::uint32_t i = 0; i < count && !found; ++i) {
             const QuarantineEntry& entry = stats.quarantine[i];
@@ -102,8 +106,9 @@ bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64
                     std::strncmp(entry.name, name.data(), name.size()) == 0 && entry.name[name.size()] == '\0';
         }
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (stats.quarantine_generation.load(std::memory_order_relaxed) == before) return found;
+        if (!(before & 1) && stats.quarantine_generation.load(std::memory_order_relaxed) == before) return found;
     }
+    return found;  // the master died mid-update: the next one rewrites the list
 }
 
 std::int64_t unix_now_ms() noexcept {

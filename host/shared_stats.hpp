@@ -73,6 +73,7 @@ struct LoopSlot {
     std::atomic<std::int64_t> handler_started_ns{0};  // CLOCK_MONOTONIC(_COARSE); 0 when no handler runs
     std::atomic<std::uint32_t> running_handler{0};    // index + 1 into handlers[]
     std::atomic<std::uint32_t> ready{0};              // 1 once the first handler scan is done
+    std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     Counter open_connections, accepted_connections;
     Counter requests[5];                               // every response, by status class
     HandlerStats handlers[kMaxTrackedHandlers];
@@ -130,13 +131,15 @@ void copy_text(char* field, std::size_t field_size, std::string_view text) noexc
 /// The slot's entry for `name`, claimed if new; null if the name is too long or the table is full.
 HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept;
 
-/// A consistent copy of `info` (retries while a writer is in the middle of an update).
+/// A consistent copy of `info` (retries while a writer is in the middle of an update; after
+/// many tries -- the writer died mid-update -- returns what is there).
 VersionInfo snapshot(const SharedVersionInfo& info) noexcept;
 
 /// Writer side of the sequence lock.
 template <class Update>
 void update(SharedVersionInfo& info, Update&& change) noexcept {
-    const std::uint32_t seq = info.seq.load(std::memory_order_relaxed);
+    std::uint32_t seq = info.seq.load(std::memory_order_relaxed);
+    seq += seq & 1;  // odd: a worker died mid-update in this slot; start from the next even value
     info.seq.store(seq + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     change(info.value);

@@ -214,7 +214,8 @@ std::string render_status(const SharedStats& stats) {
                            {"open_connections", pid ? read(slot.open_connections) : 0},
                            {"requests", requests}});
     }
-    return doc.dump(2) + "\n";
+    // Refusal reasons hold paths, which may be any bytes: replace what is not UTF-8 rather than throw.
+    return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 } // namespace cspd
