@@ -112,9 +112,10 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
 #endif
     for (const char* how : {"segv", "abort", "fpe"}) {
         SCOPED_TRACE(how);
-        TestServer server;
+        // In the folder before the start: every loop has it before it accepts a connection.
+        TestServer server({}, false);
         std::filesystem::copy_file(test_handler("crash.so"), server.handlers() / "crash.so");
-        ASSERT_TRUE(server.wait_for_log("handler crash: loaded"));
+        server.start();
         HttpClient client(server.port());
         client.send(std::string("GET /csp/crash?how=") + how + " HTTP/1.1\r\nHost: h\r\n\r\n");
         auto answer = client.read_response();
@@ -133,9 +134,9 @@ TEST(Lifecycle, ASingleProcessDiesOfAHandlerCrash) {
 #if defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "under AddressSanitizer/UBSan the sanitizers own fatal signals and write their own report";
 #endif
-    TestServer server({"--single-process"});
+    TestServer server({"--single-process"}, false);
     std::filesystem::copy_file(test_handler("crash.so"), server.handlers() / "crash.so");
-    ASSERT_TRUE(server.wait_for_log("handler crash: loaded"));
+    server.start();
     HttpClient client(server.port());
     client.send("GET /csp/crash?how=segv HTTP/1.1\r\nHost: h\r\n\r\n");
     EXPECT_FALSE(client.read_response());
