@@ -71,6 +71,7 @@ struct Worker {
     bool watchdog_fired = false;
     Clock::time_point watchdog_at;
     bool announced = false;     // "ready" logged for this pid
+    std::int64_t died_ns = 0;   // CLOCK_MONOTONIC when the previous one was reaped
 };
 
 class Supervisor {
@@ -205,6 +206,7 @@ private:
         Worker& worker = workers_[index];
         const pid_t pid = worker.pid;
         worker.pid = 0;
+        worker.died_ns = monotonic_now_ns();
         // The handler a loop was running is to blame if that loop's thread reported the crash, or, when
         // no thread could report (a sanitizer took the signal), if the death looks like a crash. A
         // SIGKILL from an operator or the OOM killer blames nobody.
@@ -335,9 +337,11 @@ private:
                 ready = stats_.slots[i * config_.threads + t].ready.load() != 0;
             if (ready && !worker.announced) {
                 worker.announced = true;
-                if (announced_all_)
-                    spdlog::info("worker {} (pid {}) replaced in {} ms", i, worker.pid,
-                                 std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - worker.started).count());
+                if (announced_all_) {
+                    const std::int64_t ready_ns = stats_.slots[i * config_.threads].ready_ns.load();
+                    spdlog::info("worker {} (pid {}) replaced: serving {:.1f} ms after the old one was reaped", i,
+                                 worker.pid, double(ready_ns - worker.died_ns) / 1e6);
+                }
             }
             all = all && worker.announced;
         }

@@ -113,7 +113,10 @@ int Server::run() {
 
     std::vector<std::thread> threads;
     for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
-    for (unsigned t = 0; t < config_.threads; ++t) stats.slots[first_slot + t].ready.store(1);
+    for (unsigned t = 0; t < config_.threads; ++t) {
+        stats.slots[first_slot + t].ready_ns.store(monotonic_now_ns());
+        stats.slots[first_slot + t].ready.store(1);
+    }
     if (role_)
         spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops.size());
     else

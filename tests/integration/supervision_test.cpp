@@ -92,7 +92,7 @@ TEST(Supervision, AKilledWorkerIsReplacedAndServiceContinues) {
     std::this_thread::sleep_for(300ms);
     const int ok_before_kill = ok;
     ::kill(before.front(), SIGKILL);
-    const bool replaced = server.wait_for_log("replaced in", 5s);
+    const bool replaced = server.wait_for_log("replaced: serving", 5s);
     std::this_thread::sleep_for(300ms);
     stop = true;
     for (auto& t : clients) t.join();
