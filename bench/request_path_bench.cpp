@@ -44,7 +44,9 @@ struct Pipeline : cspd::RequestSink {
 };
 
 Pipeline& pipeline(bool counters = true) {
-    static Pipeline with(true), without(false);
+    // Never destroyed: their handlers' unload logs would run after spdlog's statics are gone.
+    static Pipeline& with = *new Pipeline(true);
+    static Pipeline& without = *new Pipeline(false);
     return counters ? with : without;
 }
 
