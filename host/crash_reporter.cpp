@@ -2,6 +2,7 @@
 
 #include <execinfo.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -13,6 +14,15 @@ namespace {
 
 thread_local const HandlerVersion* running_handler = nullptr;
 thread_local std::atomic<std::uint32_t>* crash_flag = nullptr;
+thread_local int crash_client = -1;
+thread_local bool crash_client_head = false;
+thread_local const std::string* crash_client_queued = nullptr;
+
+constexpr char kCrashBody[] = "500 Internal Server Error: the handler failed; the server carries on\n";
+constexpr char kCrashHead[] =
+    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n"
+    "Connection: close\r\n\r\n";
+static_assert(sizeof kCrashBody - 1 == 69, "Content-Length above");
 
 // Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
 // call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
@@ -27,6 +37,26 @@ void write_all(const char* text, std::size_t size) {
 
 void on_fatal_signal(int signal, siginfo_t* info, void*) {
     if (crash_flag) crash_flag->store(1, std::memory_order_relaxed);  // lock-free: async-signal-safe
+    if (crash_client >= 0) {
+        // The client is owed answers: those built before this request (pipelining), then a 500,
+        // rather than a bare reset when the process dies. send(2) is async-signal-safe; if the
+        // socket takes only part of the earlier answers, a 500 after them would corrupt the
+        // stream, so it is left out.
+        bool whole = true;
+        if (crash_client_queued && !crash_client_queued->empty()) {
+            const ssize_t n = ::send(crash_client, crash_client_queued->data(), crash_client_queued->size(),
+                                     MSG_NOSIGNAL | MSG_DONTWAIT);
+            whole = n == static_cast<ssize_t>(crash_client_queued->size());
+        }
+        if (whole) {
+            [[maybe_unused]] ssize_t a =
+                ::send(crash_client, kCrashHead, sizeof kCrashHead - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (!crash_client_head)
+                [[maybe_unused]] ssize_t b =
+                    ::send(crash_client, kCrashBody, sizeof kCrashBody - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        crash_client = -1;
+    }
     char line[512];
     const HandlerVersion* handler = running_handler;
     int n;
@@ -56,6 +86,12 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
 void set_running_handler(const HandlerVersion* handler) noexcept { running_handler = handler; }
 
 void set_crash_flag(std::atomic<std::uint32_t>* flag) noexcept { crash_flag = flag; }
+
+void set_crash_client(int fd, bool head, const std::string* queued) noexcept {
+    crash_client = fd;
+    crash_client_head = head;
+    crash_client_queued = queued;
+}
 
 void install_crash_reporter() {
     void* warm_up[1];

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace cspd {
 
@@ -17,6 +18,11 @@ void install_crash_reporter();
 /// Where this thread's crash is recorded for the master (its loop's slot), so that a crash is
 /// blamed on the handler of the thread that faulted. Set once per loop thread.
 void set_crash_flag(std::atomic<std::uint32_t>* flag) noexcept;
+
+/// The client whose request this thread is answering, so a crash can still send it the answers
+/// already built for it (`queued`, may be null) and a 500 before the process dies; -1 clears it.
+/// `head`: the 500 has no body. Only for a client with nothing else in flight.
+void set_crash_client(int fd, bool head, const std::string* queued = nullptr) noexcept;
 
 /// Marks the handler running on this thread for the crash report; a nullptr clears it.
 /// Cheap enough for every request: one thread-local store.

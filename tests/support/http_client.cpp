@@ -132,4 +132,19 @@ std::optional<HttpResponse> fetch(unsigned short port, const std::string& target
     return client.read_response();
 }
 
+::testing::AssertionResult answered_as_crash(HttpClient& client) {
+    auto r = client.read_response();
+    if (!r) {
+#if defined(__SANITIZE_ADDRESS__)
+        if (client.leftover().empty()) return ::testing::AssertionSuccess();
+#endif
+        return ::testing::AssertionFailure() << "no whole response; got '" << client.leftover() << "'";
+    }
+    if (r->status != 500 || r->header("connection") != "close" ||
+        r->body != "500 Internal Server Error: the handler failed; the server carries on\n")
+        return ::testing::AssertionFailure() << "not the crash answer:\n" << r->raw;
+    if (!client.closed_by_peer()) return ::testing::AssertionFailure() << "the connection stayed open";
+    return ::testing::AssertionSuccess();
+}
+
 } // namespace cspd::test

@@ -2,6 +2,8 @@
 // tests: it sends exactly the bytes it is given and parses what comes back.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -46,6 +48,11 @@ private:
     int fd_ = -1;
     std::string buffer_;
 };
+
+/// What a client whose handler brought its worker down must see: cspd's crash 500 with
+/// Connection: close, then the close. Under the sanitizers, which may take the signal first,
+/// the close alone is accepted too. Never anything else.
+::testing::AssertionResult answered_as_crash(HttpClient& client);
 
 /// One request on a new connection, closed afterwards.
 std::optional<HttpResponse> fetch(unsigned short port, const std::string& target);
