@@ -180,9 +180,11 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     std::string& out = loop_.output();
     // A crash sends this client what is built for it and a 500 -- only when nothing older is still
     // queued elsewhere (unsent leftovers, a file being streamed), which the 500 would overtake.
+    struct ForgetCrashClient {
+        ~ForgetCrashClient() { set_crash_client(-1, false); }
+    } forget;
     if (!streaming_ && out_.empty()) set_crash_client(fd_, request.head, &out);
     loop_.router().respond(request, ClientInfo{address_, port_, status_port_}, keep_alive, out, body_file);
-    set_crash_client(-1, false);
     if (body_file.fd >= 0) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
         if (!streaming_) streaming_ = std::make_unique<Streaming>();

@@ -12,17 +12,26 @@
 namespace cspd {
 namespace {
 
+constexpr std::size_t kAlternateStackBytes = 64 * 1024;
 thread_local const HandlerVersion* running_handler = nullptr;
 thread_local std::atomic<std::uint32_t>* crash_flag = nullptr;
 thread_local int crash_client = -1;
 thread_local bool crash_client_head = false;
 thread_local const std::string* crash_client_queued = nullptr;
+thread_local std::size_t crash_client_queued_size = 0;
+// A crash on a thread with no loop slot (watcher, compiler) is still the process's to report.
+std::atomic<std::uint32_t>* process_crash_flag = nullptr;
 
-constexpr char kCrashBody[] = "500 Internal Server Error: the handler failed; the server carries on\n";
-constexpr char kCrashHead[] =
-    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n"
-    "Connection: close\r\n\r\n";
-static_assert(sizeof kCrashBody - 1 == 69, "Content-Length above");
+#define CSPD_CRASH_HEAD                                                                                          \
+    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n" \
+    "Connection: close\r\n\r\n"
+#define CSPD_CRASH_BODY "500 Internal Server Error: the handler failed; the server carries on\n"
+static_assert(sizeof CSPD_CRASH_BODY - 1 == 69, "Content-Length above");
+// One constant each way, so one send(2) carries the whole answer.
+constexpr char kCrashAnswer[] = CSPD_CRASH_HEAD CSPD_CRASH_BODY;
+constexpr char kCrashAnswerHead[] = CSPD_CRASH_HEAD;
+#undef CSPD_CRASH_HEAD
+#undef CSPD_CRASH_BODY
 
 // Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
 // call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
@@ -36,24 +45,25 @@ void write_all(const char* text, std::size_t size) {
 }
 
 void on_fatal_signal(int signal, siginfo_t* info, void*) {
-    if (crash_flag) crash_flag->store(1, std::memory_order_relaxed);  // lock-free: async-signal-safe
+    // Lock-free atomics: async-signal-safe.
+    if (crash_flag) crash_flag->store(1, std::memory_order_relaxed);
+    else if (process_crash_flag) process_crash_flag->store(1, std::memory_order_relaxed);
     if (crash_client >= 0) {
         // The client is owed answers: those built before this request (pipelining), then a 500,
         // rather than a bare reset when the process dies. send(2) is async-signal-safe; if the
         // socket takes only part of the earlier answers, a 500 after them would corrupt the
         // stream, so it is left out.
+        // Only the answers complete before this request began: the current one may be half built.
         bool whole = true;
-        if (crash_client_queued && !crash_client_queued->empty()) {
-            const ssize_t n = ::send(crash_client, crash_client_queued->data(), crash_client_queued->size(),
+        if (crash_client_queued && crash_client_queued_size > 0) {
+            const ssize_t n = ::send(crash_client, crash_client_queued->data(), crash_client_queued_size,
                                      MSG_NOSIGNAL | MSG_DONTWAIT);
-            whole = n == static_cast<ssize_t>(crash_client_queued->size());
+            whole = n == static_cast<ssize_t>(crash_client_queued_size);
         }
         if (whole) {
-            [[maybe_unused]] ssize_t a =
-                ::send(crash_client, kCrashHead, sizeof kCrashHead - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (!crash_client_head)
-                [[maybe_unused]] ssize_t b =
-                    ::send(crash_client, kCrashBody, sizeof kCrashBody - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            const char* answer = crash_client_head ? kCrashAnswerHead : kCrashAnswer;
+            const std::size_t size = crash_client_head ? sizeof kCrashAnswerHead - 1 : sizeof kCrashAnswer - 1;
+            [[maybe_unused]] ssize_t sent = ::send(crash_client, answer, size, MSG_NOSIGNAL | MSG_DONTWAIT);
         }
         crash_client = -1;
     }
@@ -91,17 +101,28 @@ void set_crash_client(int fd, bool head, const std::string* queued) noexcept {
     crash_client = fd;
     crash_client_head = head;
     crash_client_queued = queued;
+    crash_client_queued_size = queued ? queued->size() : 0;
+}
+
+void set_process_crash_flag(std::atomic<std::uint32_t>* flag) noexcept { process_crash_flag = flag; }
+
+void install_thread_signal_stack() {
+    // sigaltstack is per thread: without one, a handler's stack overflow on this thread would
+    // find no stack to report on. Never freed: the thread may crash until its very end.
+    thread_local char* stack_memory = nullptr;
+    if (stack_memory) return;
+    stack_memory = new char[kAlternateStackBytes];
+    stack_t stack{};
+    stack.ss_sp = stack_memory;
+    stack.ss_size = kAlternateStackBytes;
+    ::sigaltstack(&stack, nullptr);
 }
 
 void install_crash_reporter() {
     void* warm_up[1];
     ::backtrace(warm_up, 1);  // loads libgcc now: it must not be loaded inside a signal handler
 
-    static char alternate_stack[64 * 1024];
-    stack_t stack{};
-    stack.ss_sp = alternate_stack;
-    stack.ss_size = sizeof alternate_stack;
-    ::sigaltstack(&stack, nullptr);
+    install_thread_signal_stack();
 
     struct sigaction action{};
     action.sa_sigaction = &on_fatal_signal;

@@ -14,6 +14,10 @@ namespace cspd {
 
 /// Installs the signal handlers (on an alternate stack, so a stack overflow is reported too).
 void install_crash_reporter();
+/// Gives the calling thread its own alternate signal stack (each event loop thread calls it).
+void install_thread_signal_stack();
+/// Set when a thread without a loop slot crashes, so the master blames no handler for it.
+void set_process_crash_flag(std::atomic<std::uint32_t>* flag) noexcept;
 
 /// Where this thread's crash is recorded for the master (its loop's slot), so that a crash is
 /// blamed on the handler of the thread that faulted. Set once per loop thread.

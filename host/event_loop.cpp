@@ -62,25 +62,35 @@ void EventLoop::adopt_status_listener(int fd) {
 }
 
 void EventLoop::accept_status() {
-    // Operators' traffic: few connections, so no batching, no limit beyond the loop's own.
+    // Operators' traffic: few connections, so no batching; the loop's connection limit applies.
     status_acceptor_.async_wait(tcp::acceptor::wait_read, [this](const boost::system::error_code& ec) {
         if (ec == asio::error::operation_aborted || draining_) return;
-        if (!ec) {
+        const auto retry_later = [this] {
+            status_accept_retry_.expires_after(100ms);
+            status_accept_retry_.async_wait([this](boost::system::error_code timer_ec) {
+                if (!timer_ec && !draining_) accept_status();
+            });
+        };
+        if (ec) {
+            spdlog::warn("loop {}: waiting for status connections: {}", index_, ec.message());
+            retry_later();
+            return;
+        }
+        {
             sockaddr_storage peer{};
             socklen_t length = sizeof peer;
             int fd = ::accept4(status_acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0) {
+            if (fd >= 0 && connection_count_ >= connection_limit_) {
+                refuse_overload(fd);
+            } else if (fd >= 0) {
                 tcp::endpoint endpoint;
                 std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
                 endpoint.resize(length);
                 std::make_shared<Connection>(*this, fd, endpoint, true)->start();
             } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 // Out of descriptors: the socket stays readable, so retrying at once would spin.
-                status_accept_retry_.expires_after(100ms);
-                status_accept_retry_.async_wait([this](boost::system::error_code timer_ec) {
-                    if (!timer_ec && !draining_) accept_status();
-                });
+                retry_later();
                 return;
             }
         }
@@ -97,6 +107,7 @@ void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
 
 void EventLoop::run() {
     // The master's watchdog aims SIGABRT at this thread when a handler overruns.
+    install_thread_signal_stack();
     if (slot_) {
         slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
         set_crash_flag(&slot_->crashed);
@@ -150,7 +161,7 @@ void EventLoop::detach(Connection* c) {
     else if (connections_ == c) connections_ = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = nullptr;
-    if (draining_ && !connections_) tick_timer_.cancel();  // nothing left: let run() return now
+    if (draining_ && !connections_ && !taking_backlog_) tick_timer_.cancel();  // nothing left: let run() return now
 }
 
 void EventLoop::accept() {
@@ -203,6 +214,7 @@ void EventLoop::accept_ready() {
 
 void EventLoop::accept_backlog() {
     if (!acceptor_.is_open()) return;
+    taking_backlog_ = true;
     for (int taken = 0; taken < 4096; ++taken) {
         sockaddr_storage peer{};
         socklen_t length = sizeof peer;
@@ -210,13 +222,21 @@ void EventLoop::accept_backlog() {
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            return;  // empty (EAGAIN), or out of descriptors: what is left is reset on close
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                spdlog::warn("loop {}: draining: accept: {}; connections still queued are reset",
+                             index_, std::system_category().message(errno));
+            break;
+        }
+        if (connection_count_ >= connection_limit_) {
+            refuse_overload(fd);
+            continue;
         }
         tcp::endpoint endpoint;
         std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
         endpoint.resize(length);
         std::make_shared<Connection>(*this, fd, endpoint)->start();
     }
+    taking_backlog_ = false;
 }
 
 // Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at

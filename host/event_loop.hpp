@@ -97,6 +97,7 @@ private:
     std::uint32_t last_accept_error_log_ = ~0u;
     std::uint32_t now_s_ = 0;
     bool draining_ = false;
+    bool taking_backlog_ = false;  // accept_backlog is running: an empty list does not end the loop yet
     LoopSlot* slot_ = nullptr;
 };
 

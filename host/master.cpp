@@ -150,6 +150,7 @@ private:
             LoopSlot& slot = stats_.slots[index * config_.threads + t];
             slot.ready.store(0);
             slot.crashed.store(0);
+            slot.crashed_elsewhere.store(0);
             slot.handler_started_ns.store(0);
             slot.thread_id.store(0);
             slot.started_unix_ms.store(unix_now_ms());
@@ -211,7 +212,10 @@ private:
         // no thread could report (a sanitizer took the signal), if the death looks like a crash. A
         // SIGKILL from an operator or the OOM killer blames nobody.
         bool reported = false;
-        for (unsigned t = 0; t < config_.threads; ++t) reported |= stats_.slots[index * config_.threads + t].crashed.load() != 0;
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            const LoopSlot& slot = stats_.slots[index * config_.threads + t];
+            reported |= slot.crashed.load() != 0 || slot.crashed_elsewhere.load() != 0;
+        }
         const bool crash_like = WIFSIGNALED(status) ? is_fault(WTERMSIG(status)) : WEXITSTATUS(status) != 0;
         std::vector<VersionKey> blamed;
         for (unsigned t = 0; t < config_.threads; ++t) {

@@ -86,6 +86,8 @@ int Router::route(const HttpRequest& request, const ClientInfo& client, bool kee
         ctx.path = decoded_path_;
     }
 
+    // The status address is for operators: probes, /-/status and /metrics, nothing else.
+    if (client.status_port && ctx.path != "/metrics" && !ctx.path.starts_with("/-/")) return error(ctx, 404, out);
     if (ctx.path.starts_with(kHandlerPrefix)) {
         std::string_view name = ctx.path.substr(kHandlerPrefix.size());
         const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
@@ -179,6 +181,12 @@ int Router::run_handler(const HandlerTable::Entry& entry, const Context& ctx, st
     } catch (...) {
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), ctx.request.method,
                       ctx.path);
+        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
+        return error(ctx, 500, out);
+    }
+    if (!reply_.consistent()) {
+        spdlog::error("handler {}: left its reply buffer inconsistent (size beyond capacity, or moved data)",
+                      handler.describe());
         if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
         return error(ctx, 500, out);
     }

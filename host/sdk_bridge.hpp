@@ -24,6 +24,11 @@ public:
 
     csp_reply* raw() { return &reply_; }
     std::string_view body() const { return {reply_.data, reply_.size}; }
+    /// False if the handler left the reply's fields pointing outside the host's buffer (it may
+    /// write them directly): its body must not be read.
+    bool consistent() const {
+        return reply_.data == buffer_.data() && reply_.capacity == buffer_.size() && reply_.size <= reply_.capacity;
+    }
     std::string_view content_type() const { return content_type_; }
     /// Extra headers, already serialized as "Name: value\r\n" lines.
     std::string_view extra_headers() const { return extra_headers_; }

@@ -1,5 +1,6 @@
 #include "server.hpp"
 
+#include "crash_reporter.hpp"
 #include "event_loop.hpp"
 #include "handler_compiler.hpp"
 #include "handler_loader.hpp"
@@ -56,6 +57,7 @@ int Server::run() {
         }
     }
 
+    set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
     std::vector<std::unique_ptr<EventLoop>> loops;
     unsigned short port = config_.port;
     for (unsigned t = 0; t < config_.threads; ++t) {

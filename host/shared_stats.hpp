@@ -75,6 +75,7 @@ struct LoopSlot {
     std::atomic<std::uint32_t> ready{0};              // 1 once the first handler scan is done
     std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
+    std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
     Counter open_connections, accepted_connections;
     Counter requests[5];                               // every response, by status class
     HandlerStats handlers[kMaxTrackedHandlers];

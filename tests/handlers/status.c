@@ -1,10 +1,15 @@
-/* Answers with the status given in ?code=, to test status handling (invalid ones become 500). */
+/* Answers with the status given in ?code=, to test status handling (invalid ones become 500).
+ * ?lie=1 claims a reply larger than its buffer, as a buggy handler writing the fields might. */
 #include <csp/csp.h>
 
 #include <stdlib.h>
 
 static int status(const csp_request *req, csp_reply *reply) {
     csp_str code = csp_query_arg(req, "code");
+    if (csp_query_arg(req, "lie").data) {
+        reply->size = reply->capacity + 4096;
+        return 200;
+    }
     csp_reply_puts(reply, "status test");
     if (!code.data) return 200;
     char text[16] = {0};

@@ -185,6 +185,10 @@ TEST(Metrics, CanBeServedOnAnotherAddressOnly) {
     }
     EXPECT_EQ(fetch(server.port(), "/metrics")->status, 404);
     EXPECT_EQ(fetch(server.port(), "/-/status")->status, 404);
+    // And the status address serves nothing but the operators' paths.
+    EXPECT_EQ(fetch(status_port, "/csp/hello")->status, 404);
+    EXPECT_EQ(fetch(status_port, "/")->status, 404);
+    EXPECT_EQ(fetch(status_port, "/-/healthy")->status, 200);
     EXPECT_EQ(server.stop(), 0);
 }
 

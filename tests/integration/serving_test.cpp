@@ -30,7 +30,7 @@ protected:
     ServingTest() : server({}, false) {
         for (const char* name : {"hello.so", "xpng.so"})
             std::filesystem::copy_file(shipped_handler(name), server.handlers() / name);
-        for (const char* name : {"echo.so", "throwing.so", "big.so"})
+        for (const char* name : {"echo.so", "throwing.so", "big.so", "status.so"})
             std::filesystem::copy_file(test_handler(name), server.handlers() / name);
         std::ofstream(server.www() / "index.html") << "<p>static</p>";
         server.start();
@@ -171,6 +171,16 @@ TEST_F(ServingTest, SurvivesAThrowingHandler) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
     EXPECT_TRUE(server.wait_for_log("boom from a test handler"));
+}
+
+TEST_F(ServingTest, NeverSendsMemoryPastAHandlersReplyBuffer) {
+    HttpClient client(server.port());
+    auto r = client.get("/csp/status?lie=1");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 500);
+    EXPECT_LT(r->raw.size(), 1024u);
+    EXPECT_TRUE(server.wait_for_log("left its reply buffer inconsistent"));
+    EXPECT_EQ(client.get("/csp/hello")->status, 200);
 }
 
 TEST_F(ServingTest, AnswersUnknownPathsWith404) {
