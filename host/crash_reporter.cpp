@@ -111,6 +111,9 @@ void install_thread_signal_stack() {
     // find no stack to report on. Never freed: the thread may crash until its very end.
     thread_local char* stack_memory = nullptr;
     if (stack_memory) return;
+    // One may exist already (the sanitizers give every thread theirs, and free it themselves).
+    stack_t current{};
+    if (::sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
     stack_memory = new char[kAlternateStackBytes];
     stack_t stack{};
     stack.ss_sp = stack_memory;
