@@ -43,22 +43,44 @@ EventLoop::~EventLoop() {
     for (char* buffer : free_buffers_) ::munmap(buffer, kReadBufferSize);
 }
 
-void EventLoop::adopt_listener(int fd) {
+namespace {
+/// Takes over a listening socket opened by open_listener, here or in the master.
+void adopt(tcp::acceptor& acceptor, int fd) {
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // a worker's inherited socket: not for what it starts in turn
     sockaddr_storage local{};
     socklen_t length = sizeof local;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
-    acceptor_.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
-    acceptor_.non_blocking(true);
+    acceptor.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+    acceptor.non_blocking(true);
 }
 
-void EventLoop::adopt_status_listener(int fd) {
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    sockaddr_storage local{};
-    socklen_t length = sizeof local;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
-    status_acceptor_.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
-    status_acceptor_.non_blocking(true);
+bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
+} // namespace
+
+void EventLoop::adopt_listener(int fd) { adopt(acceptor_, fd); }
+
+void EventLoop::adopt_status_listener(int fd) { adopt(status_acceptor_, fd); }
+
+EventLoop::Accepted EventLoop::accept_one(tcp::acceptor& from, bool status_port) {
+    for (;;) {
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        const int fd = ::accept4(from.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? Accepted::none : Accepted::error;
+        }
+        if (connection_count_ >= connection_limit_) {
+            refuse_overload(fd);
+            return Accepted::connection;
+        }
+        tcp::endpoint endpoint;
+        std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
+        endpoint.resize(length);
+        std::make_shared<Connection>(*this, fd, endpoint, status_port)->start();
+        return Accepted::connection;
+    }
 }
 
 void EventLoop::accept_status() {
@@ -76,23 +98,11 @@ void EventLoop::accept_status() {
             retry_later();
             return;
         }
-        {
-            sockaddr_storage peer{};
-            socklen_t length = sizeof peer;
-            int fd = ::accept4(status_acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0 && connection_count_ >= connection_limit_) {
-                refuse_overload(fd);
-            } else if (fd >= 0) {
-                tcp::endpoint endpoint;
-                std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
-                endpoint.resize(length);
-                std::make_shared<Connection>(*this, fd, endpoint, true)->start();
-            } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                // Out of descriptors: the socket stays readable, so retrying at once would spin.
-                retry_later();
-                return;
-            }
+        const Accepted taken = accept_one(status_acceptor_, true);
+        if (taken == Accepted::error && out_of_resources(errno)) {
+            // Out of descriptors: the socket stays readable, so retrying at once would spin.
+            retry_later();
+            return;
         }
         accept_status();
     });
@@ -179,35 +189,22 @@ void EventLoop::accept() {
 void EventLoop::accept_ready() {
     // Take what is queued, a bounded batch at a time so one loop cannot starve its connections.
     for (int batch = 0; batch < 64; ++batch) {
-        sockaddr_storage peer{};
-        socklen_t length = sizeof peer;
-        int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            const int err = errno;
-            if (err == EINTR || err == ECONNABORTED) continue;
-            if (err == EAGAIN || err == EWOULDBLOCK) break;
-            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-                // Out of descriptors or memory: retrying at once would spin. Said once a second at most.
-                if (last_accept_error_log_ != now_s_) {
-                    last_accept_error_log_ = now_s_;
-                    spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_,
-                                  std::system_category().message(err));
-                }
-            } else {
-                spdlog::warn("loop {}: accept: {}", index_, std::system_category().message(err));
+        const Accepted taken = accept_one(acceptor_, false);
+        if (taken == Accepted::connection) continue;
+        if (taken == Accepted::none) break;
+        const int err = errno;
+        if (out_of_resources(err)) {
+            // Out of descriptors or memory: retrying at once would spin. Said once a second at most.
+            if (last_accept_error_log_ != now_s_) {
+                last_accept_error_log_ = now_s_;
+                spdlog::error("loop {}: accept: {}; pausing accepts for 100 ms", index_,
+                              std::system_category().message(err));
             }
-            after_accept_error();
-            return;
+        } else {
+            spdlog::warn("loop {}: accept: {}", index_, std::system_category().message(err));
         }
-        if (connection_count_ >= connection_limit_) {
-            refuse_overload(fd);
-            continue;
-        }
-        tcp::endpoint endpoint;
-        std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
-        endpoint.resize(length);
-        std::make_shared<Connection>(*this, fd, endpoint)->start();
+        after_accept_error();
+        return;
     }
     accept();
 }
@@ -216,31 +213,16 @@ void EventLoop::accept_backlog() {
     if (!acceptor_.is_open()) return;
     taking_backlog_ = true;
     for (int taken = 0; taken < 4096; ++taken) {
-        sockaddr_storage peer{};
-        socklen_t length = sizeof peer;
-        int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &length,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                spdlog::warn("loop {}: draining: accept: {}; connections still queued are reset",
-                             index_, std::system_category().message(errno));
-            break;
-        }
-        if (connection_count_ >= connection_limit_) {
-            refuse_overload(fd);
-            continue;
-        }
-        tcp::endpoint endpoint;
-        std::memcpy(endpoint.data(), &peer, std::min<std::size_t>(length, endpoint.capacity()));
-        endpoint.resize(length);
-        std::make_shared<Connection>(*this, fd, endpoint)->start();
+        const Accepted result = accept_one(acceptor_, false);
+        if (result == Accepted::connection) continue;
+        if (result == Accepted::error)
+            spdlog::warn("loop {}: draining: accept: {}; connections still queued are reset", index_,
+                         std::system_category().message(errno));
+        break;
     }
     taking_backlog_ = false;
 }
 
-// Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at
-// once, where freed heap chunks between live objects would keep an idle server's RSS high.
 void EventLoop::refuse_overload(int fd) {
     // Over --max-connections: a short, honest answer and a close, never a silent hang.
     std::string answer;
@@ -254,6 +236,8 @@ void EventLoop::refuse_overload(int fd) {
     }
 }
 
+// Read buffers are mapped, not malloc'ed: unmapping gives the memory back to the system at
+// once, where freed heap chunks between live objects would keep an idle server's RSS high.
 char* EventLoop::acquire_buffer() {
     if (!free_buffers_.empty()) {
         char* buffer = free_buffers_.back();

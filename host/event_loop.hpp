@@ -68,6 +68,10 @@ public:
     void detach(Connection* c);
 
 private:
+    /// What one accept4 on a listener came to; after `error`, errno says why.
+    enum class Accepted { connection, none, error };
+    /// Takes one queued connection (refused with a 503 past the limit).
+    Accepted accept_one(boost::asio::ip::tcp::acceptor& from, bool status_port);
     void accept();
     void accept_ready();
     void accept_status();
