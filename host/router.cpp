@@ -169,6 +169,11 @@ int Router::run_handler(const HandlerTable::Entry& entry, const Context& ctx, st
     HandlerStats* stats = slot_ ? entry.stats : nullptr;
     reply_.reset();
     view_.bind(ctx.request, ctx.path, query, ctx.client.address, ctx.client.port, handler.state());
+    // Every way a call can fail ends here: counted as the handler's error, answered 500.
+    const auto failed = [&] {
+        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
+        return error(ctx, 500, out);
+    };
     int status;
     try {
         TimedCall timed(slot_, stats);
@@ -176,24 +181,20 @@ int Router::run_handler(const HandlerTable::Entry& entry, const Context& ctx, st
         status = handler.handle(view_.raw(), reply_.raw());
     } catch (const std::exception& e) {
         spdlog::error("handler {}: threw on {} {}: {}", handler.describe(), ctx.request.method, ctx.path, e.what());
-        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
-        return error(ctx, 500, out);
+        return failed();
     } catch (...) {
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), ctx.request.method,
                       ctx.path);
-        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
-        return error(ctx, 500, out);
+        return failed();
     }
     if (!reply_.consistent()) {
         spdlog::error("handler {}: left its reply buffer inconsistent (size beyond capacity, or moved data)",
                       handler.describe());
-        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
-        return error(ctx, 500, out);
+        return failed();
     }
     if (status < 200 || status > 599) {
         spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), status);
-        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
-        return error(ctx, 500, out);
+        return failed();
     }
     if (stats) bump(stats->requests[status_class(status)]);
     ResponseHead head;

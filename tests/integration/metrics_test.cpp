@@ -69,6 +69,7 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
     std::filesystem::copy_file(shipped_handler("xpng.so"), server.handlers() / "xpng.so");
     std::filesystem::copy_file(test_handler("status.so"), server.handlers() / "status.so");
+    std::filesystem::copy_file(test_handler("throwing.so"), server.handlers() / "throwing.so");
     server.start();
     ASSERT_TRUE(eventually([&] { return server.worker_pids().size() == 2; }));
 
@@ -77,6 +78,7 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     for (int i = 0; i < 20; ++i) ASSERT_EQ(fetch(server.port(), "/csp/xpng")->status, 200);
     for (int i = 0; i < 7; ++i) ASSERT_EQ(fetch(server.port(), "/csp/missing")->status, 404);
     for (int i = 0; i < 4; ++i) ASSERT_EQ(fetch(server.port(), "/csp/status?code=503")->status, 503);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(fetch(server.port(), "/csp/throwing")->status, 500);
 
     auto metrics = fetch(server.port(), "/metrics");
     ASSERT_TRUE(metrics);
@@ -103,7 +105,10 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     EXPECT_EQ(samples.at(R"(cspd_handler_requests_total{handler="status",code="5xx"})"), 4);
     EXPECT_EQ(samples.at(R"(cspd_requests_total{code="2xx"})"), 50);
     EXPECT_EQ(samples.at(R"(cspd_requests_total{code="4xx"})"), 7);
-    EXPECT_EQ(samples.at(R"(cspd_requests_total{code="5xx"})"), 4);
+    EXPECT_EQ(samples.at(R"(cspd_requests_total{code="5xx"})"), 7);
+    EXPECT_EQ(samples.at(R"(cspd_handler_errors_total{handler="throwing"})"), 3);
+    EXPECT_EQ(samples.at(R"(cspd_handler_requests_total{handler="throwing",code="5xx"})"), 3);
+    EXPECT_EQ(samples.at(R"(cspd_handler_errors_total{handler="status"})"), 0) << "a 503 it chose is no error";
     EXPECT_EQ(samples.at(R"(cspd_handler_duration_seconds_count{handler="hello"})"), 30);
     EXPECT_EQ(samples.at(R"(cspd_handler_duration_seconds_bucket{handler="hello",le="+Inf"})"), 30);
     EXPECT_GT(samples.at(R"(cspd_handler_duration_seconds_sum{handler="hello"})"), 0);
@@ -111,7 +116,7 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     EXPECT_EQ(samples.at(R"(cspd_handler_crashes_total{handler="hello"})"), 0);
     EXPECT_EQ(samples.at("cspd_event_loops"), 2);
     EXPECT_EQ(samples.at("cspd_worker_restarts_total"), 0);
-    EXPECT_GE(samples.at("cspd_connections_total"), 62);
+    EXPECT_GE(samples.at("cspd_connections_total"), 65);
     // Only the /metrics request's own connection stays; the others close as their fetch ends.
     EXPECT_TRUE(eventually([&] {
         return parse_exposition(fetch(server.port(), "/metrics")->body).at("cspd_open_connections") == 1;
@@ -134,7 +139,8 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     const auto doc = nlohmann::json::parse(status_page->body);
     std::map<std::string, nlohmann::json> handlers;
     for (const auto& h : doc.at("handlers")) handlers[h.at("name").get<std::string>()] = h;
-    ASSERT_EQ(handlers.size(), 3u);
+    ASSERT_EQ(handlers.size(), 4u);
+    EXPECT_EQ(handlers["throwing"].at("errors"), 3);
     EXPECT_EQ(handlers["hello"].at("state"), "live");
     EXPECT_EQ(handlers["hello"].at("requests"), 30);
     EXPECT_EQ(handlers["status"].at("server_errors"), 4);
