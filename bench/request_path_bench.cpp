@@ -1,9 +1,9 @@
 // The request path without sockets: bytes in -> parse -> route -> handler ->
 // serialized response, as a connection runs it. Regressions show here first.
-#include "handler_loader.hpp"
-#include "http_parser.hpp"
-#include "router.hpp"
-#include "shared_stats.hpp"
+#include "handler/loader.hpp"
+#include "http/parser.hpp"
+#include "routing/router.hpp"
+#include "stats/shared_stats.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -33,12 +33,11 @@ struct Pipeline : cspd::RequestSink {
             table.set(name, loaded.version);
         }
         router = std::make_unique<cspd::Router>(table, *www, date);
-        if (counters) router->attach_stats(shared.stats(), shared.stats().slots[0], true, 60);
+        if (counters) router->attach_stats(shared.stats(), shared.stats().slots[0]);
     }
 
     cspd::SinkAction on_request(const cspd::HttpRequest& request) override {
-        cspd::StaticFiles::File file;
-        router->respond(request, cspd::ClientInfo{"127.0.0.1", 40000}, true, out, file);
+        router->respond(request, {cspd::ClientInfo{"127.0.0.1", 40000}, true}, out);
         return cspd::SinkAction::proceed;
     }
 };

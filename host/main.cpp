@@ -1,13 +1,12 @@
-// cspd: command line -> Config -> Server. Nothing else lives here.
-#include "config.hpp"
-#include "crash_reporter.hpp"
-#include "lifecycle_signals.hpp"
-#include "log_file.hpp"
-#include "master.hpp"
+// cspd: command line -> Config -> run (the master, a worker, one process), or `cspd new`.
+#include "command_line.hpp"
+#include "process/crash_reporter.hpp"
+#include "process/lifecycle_signals.hpp"
+#include "process/log_file.hpp"
+#include "process/master.hpp"
+#include "process/server.hpp"
 #include "scaffold.hpp"
-#include "server.hpp"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -16,116 +15,27 @@
 
 #include <csignal>
 #include <cstdio>
-#include <thread>
 
-#ifndef CSPD_VERSION
-#define CSPD_VERSION "0.0.0"
-#endif
-#ifndef CSPD_DEFAULT_HANDLERS_DIR
-#define CSPD_DEFAULT_HANDLERS_DIR "handlers"
-#endif
-#ifndef CSPD_DEFAULT_WWW_DIR
-#define CSPD_DEFAULT_WWW_DIR "www"
-#endif
+namespace {
 
-int main(int argc, char** argv) {
-    // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.
-    std::signal(SIGPIPE, SIG_IGN);
-    cspd::block_lifecycle_signals();  // until the server has its handlers for them
-    cspd::Config config;
-    std::string handlers_dir = CSPD_DEFAULT_HANDLERS_DIR;
-    std::string www_dir = CSPD_DEFAULT_WWW_DIR;
-
-    CLI::App app{"cspd: serves C/C++ shared-object handlers at /csp/NAME, reloading them as files change"};
-    app.set_version_flag("--version", std::string("cspd ") + CSPD_VERSION);
-    app.add_option("--port", config.port, "TCP port (0: any free port, logged)")->capture_default_str();
-    app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")->capture_default_str();
-    app.add_option("--handlers", handlers_dir, "folder watched for NAME.so handlers")->capture_default_str();
-    app.add_option("--www", www_dir, "folder of static files")->capture_default_str();
-    config.workers = std::max(1u, std::thread::hardware_concurrency());
-    app.add_option("--workers", config.workers,
-                   "worker processes under a supervising master (default: one per core; 0: one process, no master)")
-        ->capture_default_str();
-    bool single_process = false;
-    app.add_flag("--single-process", single_process, "same as --workers 0: everything in one process, for debugging");
-    app.add_option("--threads", config.threads, "event loops per process")->capture_default_str();
-    app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-    app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
-        ->capture_default_str();
-    app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
-        ->capture_default_str();
-    app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
-        ->capture_default_str();
-    app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
-        ->capture_default_str();
-    app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
-        ->capture_default_str();
-    app.add_option("--max-header-size", config.max_head_bytes, "request line + headers, bytes (larger: 431, or 414 for the URL)")
-        ->capture_default_str();
-    app.add_flag("--compile", config.compile_sources,
-                 "also serve NAME.c / NAME.cpp dropped into the handlers folder, compiled on the fly");
-    app.add_flag("--dev", config.dev, "with --compile: a source that does not compile answers 500 with the diagnostics");
-    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
-    std::string sdk_include;
-    app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
-    app.add_option("--handler-timeout", config.handler_timeout_s,
-                   "watchdog: a handler call running longer aborts its worker, s (0: off)")
-        ->capture_default_str();
-    app.add_option("--quarantine-crashes", config.quarantine_crashes,
-                   "quarantine a handler version after this many crashes… (0: never)")
-        ->capture_default_str();
-    app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
-        ->capture_default_str();
-    bool no_status = false;
-    auto* no_status_flag =
-        app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
-    app.add_option("--status-listen", config.status_listen,
-                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
-        ->excludes(no_status_flag);
-    std::string log_file;
-    app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
-    // Set by the master when it starts a worker; not for people.
-    int worker_index = -1;
-    pid_t master_pid = 0;
-    app.add_option("--worker-index", worker_index)->group("");
-    app.add_option("--master-pid", master_pid)->group("");
-    bool no_probes = false;
-    app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
-    bool insecure_handlers = false;
-    app.add_flag("--insecure-handlers", insecure_handlers,
-                 "load handler files even if group/others may write them or their folder (development only)");
-    auto* create = app.add_subcommand("new", "write a handler skeleton NAME.c or NAME.cpp to start from");
-    std::string new_name, new_lang = "cpp", new_dir = ".";
-    create->add_option("name", new_name, "handler name ([A-Za-z0-9_-]+)")->required();
-    create->add_option("--lang", new_lang, "c or cpp")->capture_default_str();
-    create->add_option("--dir", new_dir, "folder to write into")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (*create) {
-        try {
-            auto file = cspd::write_handler_skeleton(new_name, new_lang, new_dir);
-            std::printf("wrote %s\n", file.c_str());
-            return 0;
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "cspd new: %s\n", e.what());
-            return 1;
-        }
+int write_skeleton(const cspd::NewHandlerRequest& request) {
+    try {
+        const auto file = cspd::write_handler_skeleton(request.name, request.lang, request.dir);
+        std::printf("wrote %s\n", file.c_str());
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cspd new: %s\n", e.what());
+        return 1;
     }
-    if (single_process) config.workers = 0;
-    if (config.threads == 0) config.threads = 1;
-    config.status_endpoints = !no_status;
-    config.log_file = log_file;
-    config.strict_handler_modes = !insecure_handlers;
-    config.sdk_include = sdk_include;
-    config.probes = !no_probes;
+}
 
-    config.handlers_dir = handlers_dir;
-    config.www_dir = www_dir;
-    if (worker_index >= 0) {
+int serve(cspd::Invocation invocation, int argc, char** argv) {
+    cspd::Config& config = invocation.config;
+    const bool worker = invocation.worker_index >= 0;
+    if (worker) {
         // A worker outlives no master: when it goes, drain and exit.
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (::getppid() != master_pid) return 0;
+        if (::getppid() != invocation.master_pid) return 0;
     } else if (!config.log_file.empty()) {
         try {
             cspd::redirect_stderr_to(config.log_file);  // workers inherit it
@@ -137,15 +47,28 @@ int main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd"));  // stdout stays free
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P] %v");
-
     cspd::install_crash_reporter();
     try {
-        if (worker_index >= 0)
-            return cspd::Server(std::move(config), cspd::WorkerRole{static_cast<unsigned>(worker_index), master_pid}).run();
+        if (worker)
+            return cspd::Server(std::move(config),
+                                cspd::WorkerRole{static_cast<unsigned>(invocation.worker_index), invocation.master_pid})
+                .run();
         if (config.workers == 0) return cspd::Server(std::move(config)).run();
         return cspd::Master(std::move(config), std::vector<std::string>(argv, argv + argc)).run();
     } catch (const std::exception& e) {
         spdlog::critical("cannot start: {}", e.what());
         return 1;
     }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.
+    std::signal(SIGPIPE, SIG_IGN);
+    cspd::block_lifecycle_signals();  // until the server has its handlers for them
+    cspd::Invocation invocation = cspd::parse_command_line(argc, argv);
+    if (invocation.exit_code) return *invocation.exit_code;
+    if (invocation.new_handler) return write_skeleton(*invocation.new_handler);
+    return serve(std::move(invocation), argc, argv);
 }

@@ -1,6 +1,6 @@
 #include "scaffold.hpp"
 
-#include "uri.hpp"
+#include "handler/handler_name.hpp"
 
 #include <fstream>
 #include <stdexcept>

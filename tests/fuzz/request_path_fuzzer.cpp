@@ -1,9 +1,9 @@
 // libFuzzer target: bytes in -> parse -> route -> handler -> serialized response,
 // with no sockets. Every input is fed twice: whole, and cut in two at a place the
 // input chooses, so both the in-place and the copied parse paths are exercised.
-#include "handler_loader.hpp"
-#include "http_parser.hpp"
-#include "router.hpp"
+#include "handler/loader.hpp"
+#include "http/parser.hpp"
+#include "routing/router.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -49,9 +49,8 @@ struct Harness : cspd::RequestSink {
     }
 
     cspd::SinkAction on_request(const cspd::HttpRequest& request) override {
-        cspd::StaticFiles::File file;
-        router->respond(request, cspd::ClientInfo{"127.0.0.1", 1}, request.keep_alive, out, file);
-        if (file.fd >= 0) cspd::StaticFiles::read_into(file, out);
+        cspd::Routed routed = router->respond(request, {cspd::ClientInfo{"127.0.0.1", 1}, request.keep_alive}, out);
+        if (routed.body_file.is_open()) cspd::StaticFiles::read_into(routed.body_file, out);
         // A response must never carry the file outside www/ -- unless the request itself held the
         // marker and a handler echoed it back.
         if (out.find(kSecret) != std::string::npos && input.find(kSecret) == std::string_view::npos) std::abort();

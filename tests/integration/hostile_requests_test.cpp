@@ -157,8 +157,12 @@ TEST_F(HostileRequestsTest, EachGetsItsExactStatusAndTheServerGoesOn) {
             // After a malformed request nothing on the connection can be trusted: it is closed.
             const bool malformed = r && (r->status == 400 || r->status == 413 || r->status == 414 ||
                                          r->status == 431 || r->status == 505);
-            if (malformed) EXPECT_EQ(r->header("connection"), "close");
-            if (r && r->status >= 200) EXPECT_EQ(r->body.find("outside"), std::string::npos);
+            if (malformed) {
+                EXPECT_EQ(r->header("connection"), "close");
+            }
+            if (r && r->status >= 200) {
+                EXPECT_EQ(r->body.find("outside"), std::string::npos);
+            }
         } catch (const std::exception& e) {
             ADD_FAILURE() << "client error: " << e.what();
         }

@@ -1,0 +1,138 @@
+#include "command_line.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#ifndef CSPD_VERSION
+#define CSPD_VERSION "0.0.0"
+#endif
+
+namespace cspd {
+namespace {
+
+/// Where handlers and static files are by default: beside the build for a binary run from
+/// the build tree, under the install prefix for an installed one.
+struct DefaultFolders {
+    std::string handlers, www;
+};
+
+DefaultFolders default_folders() {
+#if defined(CSPD_INSTALLED_HANDLERS_FROM_BIN) && defined(CSPD_INSTALLED_WWW_FROM_BIN)
+    // Installed: the folders sit where `cmake --install` put them relative to the binary,
+    // whatever the prefix (/usr/local/var/lib/cspd/handlers, /usr/local/share/cspd/www...).
+    std::error_code ec;
+    const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+    const std::filesystem::path www = (bin / CSPD_INSTALLED_WWW_FROM_BIN).lexically_normal();
+    if (!ec && std::filesystem::is_directory(www, ec))
+        return {(bin / CSPD_INSTALLED_HANDLERS_FROM_BIN).lexically_normal().string(), www.string()};
+#endif
+#if defined(CSPD_BUILD_HANDLERS_DIR) && defined(CSPD_BUILD_WWW_DIR)
+    return {CSPD_BUILD_HANDLERS_DIR, CSPD_BUILD_WWW_DIR};
+#else
+    return {"handlers", "www"};
+#endif
+}
+
+} // namespace
+
+Invocation parse_command_line(int argc, char** argv) {
+    Invocation invocation;
+    Config& config = invocation.config;
+    const DefaultFolders defaults = default_folders();
+    std::string handlers_dir = defaults.handlers;
+    std::string www_dir = defaults.www;
+    int& worker_index = invocation.worker_index;
+    pid_t& master_pid = invocation.master_pid;
+
+    CLI::App app{"cspd: serves C/C++ shared-object handlers at /csp/NAME, reloading them as files change"};
+    app.set_version_flag("--version", std::string("cspd ") + CSPD_VERSION);
+    app.add_option("--port", config.port, "TCP port (0: any free port, logged)")->capture_default_str();
+    app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")->capture_default_str();
+    app.add_option("--handlers", handlers_dir, "folder watched for NAME.so handlers")->capture_default_str();
+    app.add_option("--www", www_dir, "folder of static files")->capture_default_str();
+    config.workers = std::max(1u, std::thread::hardware_concurrency());
+    app.add_option("--workers", config.workers,
+                   "worker processes under a supervising master (default: one per core; 0: one process, no master)")
+        ->capture_default_str();
+    bool single_process = false;
+    app.add_flag("--single-process", single_process, "same as --workers 0: everything in one process, for debugging");
+    app.add_option("--threads", config.threads, "event loops per process")->capture_default_str();
+    app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
+        ->capture_default_str();
+    app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
+        ->capture_default_str();
+    app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
+        ->capture_default_str();
+    app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
+        ->capture_default_str();
+    app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
+        ->capture_default_str();
+    app.add_option("--max-header-size", config.max_head_bytes, "request line + headers, bytes (larger: 431, or 414 for the URL)")
+        ->capture_default_str();
+    app.add_flag("--compile", config.compile_sources,
+                 "also serve NAME.c / NAME.cpp dropped into the handlers folder, compiled on the fly");
+    app.add_flag("--dev", config.dev, "with --compile: a source that does not compile answers 500 with the diagnostics");
+    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
+    std::string sdk_include;
+    app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
+    app.add_option("--handler-timeout", config.handler_timeout_s,
+                   "watchdog: a handler call running longer aborts its worker, s (0: off)")
+        ->capture_default_str();
+    app.add_option("--quarantine-crashes", config.quarantine_crashes,
+                   "quarantine a handler version after this many crashes… (0: never)")
+        ->capture_default_str();
+    app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
+        ->capture_default_str();
+    bool no_status = false;
+    auto* no_status_flag =
+        app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
+    app.add_option("--status-listen", config.status_listen,
+                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
+        ->excludes(no_status_flag);
+    std::string log_file;
+    app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
+    // Set by the master when it starts a worker; not for people.
+    app.add_option("--worker-index", worker_index)->group("");
+    app.add_option("--master-pid", master_pid)->group("");
+    bool no_probes = false;
+    app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
+    bool insecure_handlers = false;
+    app.add_flag("--insecure-handlers", insecure_handlers,
+                 "load handler files even if group/others may write them or their folder (development only)");
+    auto* create = app.add_subcommand("new", "write a handler skeleton NAME.c or NAME.cpp to start from");
+    NewHandlerRequest skeleton;
+    create->add_option("name", skeleton.name, "handler name ([A-Za-z0-9_-]+)")->required();
+    create->add_option("--lang", skeleton.lang, "c or cpp")->capture_default_str();
+    create->add_option("--dir", skeleton.dir, "folder to write into")->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        invocation.exit_code = app.exit(e);
+        return invocation;
+    }
+    if (*create) {
+        invocation.new_handler = skeleton;
+        return invocation;
+    }
+    if (single_process) config.workers = 0;
+    if (config.threads == 0) config.threads = 1;
+    config.status_endpoints = !no_status;
+    config.log_file = log_file;
+    config.strict_handler_modes = !insecure_handlers;
+    config.sdk_include = sdk_include;
+    config.probes = !no_probes;
+    config.handlers_dir = handlers_dir;
+    config.www_dir = www_dir;
+    return invocation;
+}
+
+} // namespace cspd

@@ -1,0 +1,30 @@
+// The command line, read into what to do: serve with a Config (as the master, a worker
+// or a single process), or write a handler skeleton (`cspd new`).
+#pragma once
+
+#include "process/config.hpp"
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace cspd {
+
+struct NewHandlerRequest {
+    std::string name, lang = "cpp", dir = ".";
+};
+
+struct Invocation {
+    Config config;
+    std::optional<NewHandlerRequest> new_handler;  ///< `cspd new NAME`
+    int worker_index = -1;                         ///< >= 0: started by the master as this worker
+    pid_t master_pid = 0;
+    std::optional<int> exit_code;                  ///< set when parsing already decided (--help, --version, an error)
+};
+
+/// Parses argv. Defaults for --handlers and --www depend on where the binary runs from
+/// (the build tree, or where it was installed).
+Invocation parse_command_line(int argc, char** argv);
+
+} // namespace cspd

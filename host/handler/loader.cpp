@@ -1,0 +1,213 @@
+#include "handler/loader.hpp"
+
+#include "common/unique_fd.hpp"
+#include "handler/elf_check.hpp"
+
+#include <boost/dll/shared_library.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dlfcn.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace cspd {
+namespace {
+
+constexpr std::uint64_t kMaxHandlerFile = 512ull << 20;
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+std::uint64_t fnv1a64(std::string_view bytes) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : bytes) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+HandlerFileIdentity identity_of(const struct stat& st) {
+    HandlerFileIdentity id;
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+    id.size = static_cast<std::uint64_t>(st.st_size);
+    id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    return id;
+}
+
+bool read_all(int fd, std::string& out, std::size_t size) {
+    out.resize(size);
+    std::size_t done = 0;
+    while (done < size) {
+        ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+bool write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+/// Like sshd's StrictModes: code that runs inside the server must not be writable by anyone the
+/// server does not trust. Empty if the file and its folder pass.
+std::string trust_problem(const struct stat& file, const std::filesystem::path& folder) {
+    const uid_t me = ::geteuid();
+    if (file.st_uid != 0 && file.st_uid != me)
+        return "owned by uid " + std::to_string(file.st_uid) + ", neither root nor the server's user";
+    if (file.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others (chmod go-w)";
+    struct stat dir;
+    if (::stat(folder.c_str(), &dir) != 0) return "cannot stat its folder";
+    if (dir.st_uid != 0 && dir.st_uid != me)
+        return "its folder is owned by uid " + std::to_string(dir.st_uid) + ", neither root nor the server's user";
+    if (dir.st_mode & S_IWOTH) return "its folder is writable by others (chmod o-w " + folder.string() + ")";
+    return {};
+}
+
+} // namespace
+
+HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
+    : strict_modes_(strict_modes) {
+    std::string pattern = (scratch_parent / ("cspd-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    if (!::mkdtemp(pattern.data()))
+        throw std::system_error(errno, std::system_category(),
+                                "cannot create private handler directory under " + scratch_parent.string());
+    scratch_dir_ = pattern;
+}
+
+std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {
+    if (!strict_modes_) return {};
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0) return "cannot stat: " + errno_text(errno);
+    return trust_problem(st, file.parent_path());
+}
+
+namespace {
+int serve_diagnostics(const csp_request* request, csp_reply* reply) {
+    const auto* text = static_cast<const std::string*>(request->state);
+    csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
+    csp_reply_append(reply, text->data(), text->size());
+    return 500;
+}
+void free_diagnostics(void* state) { delete static_cast<std::string*>(state); }
+const csp_handler_descriptor kDiagnostics{CSP_ABI_VERSION, sizeof(csp_handler_descriptor), &serve_diagnostics,
+                                          nullptr, &free_diagnostics};
+} // namespace
+
+std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::string& name, std::string text) {
+    return std::make_shared<HandlerVersion>(name, next_sequence_++, HandlerFileIdentity{}, nullptr, &kDiagnostics,
+                                            new std::string(std::move(text)));
+}
+
+HandlerLoader::~HandlerLoader() {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir_, ec);
+}
+
+bool HandlerLoader::identify(const std::filesystem::path& file, HandlerFileIdentity& out) {
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    out = identity_of(st);
+    return true;
+}
+
+namespace {
+LoadResult failure(LoadError error, std::string reason) {
+    LoadResult result;
+    result.error = error;
+    result.reason = std::move(reason);
+    return result;
+}
+} // namespace
+
+LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file) {
+    using enum LoadError;
+    UniqueFd source(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!source) return failure(unreadable, "cannot open: " + errno_text(errno));
+    struct stat before, after;
+    if (::fstat(source.get(), &before) != 0 || !S_ISREG(before.st_mode)) return failure(unreadable, "not a regular file");
+    if (strict_modes_) {
+        if (std::string why = trust_problem(before, file.parent_path()); !why.empty())
+            return failure(untrusted, "untrusted: " + why + " (--insecure-handlers turns this check off)");
+    }
+    if (static_cast<std::uint64_t>(before.st_size) > kMaxHandlerFile)
+        return failure(too_large, "file too large (" + std::to_string(before.st_size) + " bytes)");
+    std::string image;
+    if (!read_all(source.get(), image, static_cast<std::size_t>(before.st_size)) ||
+        ::fstat(source.get(), &after) != 0 || after.st_size != before.st_size ||
+        after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+        after.st_ctim.tv_sec != before.st_ctim.tv_sec || after.st_ctim.tv_nsec != before.st_ctim.tv_nsec)
+        return failure(changing, "file changed while being read");
+    if (const ElfVerdict elf = check_elf_image(image); !elf.ok()) {
+        // Too short to tell, or an ELF cut short: a writer may still be at work.
+        const bool cut_short = elf.problem == ElfProblem::too_short || elf.problem == ElfProblem::truncated;
+        return failure(cut_short ? incomplete : not_loadable, std::string(elf.reason));
+    }
+    HandlerFileIdentity identity = identity_of(before);
+    identity.content_hash = fnv1a64(image);
+
+    // A unique private name per version: dlopen never sees a path or inode twice.
+    const std::uint64_t sequence = next_sequence_++;
+    const std::filesystem::path copy = scratch_dir_ / (name + "." + std::to_string(sequence) + ".so");
+    {
+        UniqueFd out(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
+        if (!out || !write_all(out.get(), image)) {
+            const int err = errno;
+            ::unlink(copy.c_str());
+            return failure(io_error, "cannot write private copy " + copy.string() + ": " + errno_text(err));
+        }
+    }
+
+    auto library = std::make_shared<boost::dll::shared_library>();
+    boost::dll::fs::error_code ec;
+    // RTLD_NOW: a missing symbol refuses the load now instead of crashing a request later.
+    // RTLD_LOCAL: two handlers exporting the same symbol never collide.
+    library->load(copy, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+    ::unlink(copy.c_str());  // the mapping lives on; nothing is left on disk
+    if (ec) {
+        const char* detail = ::dlerror();
+        return failure(dlopen_failed, std::string("dlopen failed: ") + (detail ? detail : ec.message()));
+    }
+    if (!library->has("csp_handler"))
+        return failure(no_entry_point, "no csp_handler symbol (define the handler with CSP_HANDLER)");
+    const auto* descriptor = &library->get<const csp_handler_descriptor>("csp_handler");
+    if (descriptor->abi_version != CSP_ABI_VERSION)
+        return failure(wrong_abi, "built for SDK ABI version " + std::to_string(descriptor->abi_version) +
+                                      ", this host speaks version " + std::to_string(CSP_ABI_VERSION) +
+                                      " (rebuild it against this SDK)");
+    if (descriptor->descriptor_size < sizeof(csp_handler_descriptor) || !descriptor->handle)
+        return failure(bad_descriptor, "malformed csp_handler descriptor");
+    void* state = nullptr;
+    if (descriptor->init) {
+        int rc = 0;
+        try {
+            rc = descriptor->init(&state);
+        } catch (const std::exception& e) {
+            return failure(init_failed, std::string("init threw: ") + e.what());
+        } catch (...) {
+            return failure(init_failed, "init threw an exception");
+        }
+        if (rc != 0) return failure(init_failed, "init returned " + std::to_string(rc));
+    }
+    std::shared_ptr<void> owner(library, library.get());
+    LoadResult result;
+    result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner),
+                                                      descriptor, state);
+    return result;
+}
+
+} // namespace cspd

@@ -1,0 +1,66 @@
+// Turns a handler file into a HandlerVersion: read it whole, check it is a
+// complete ELF image, load a private copy (never the user's file: overwriting a
+// mapped library crashes the process, and dlopen returns its cached handle for
+// a path or inode it already has), check the ABI, run init.
+#pragma once
+
+#include "handler/version.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace cspd {
+
+enum class LoadError {
+    none,
+    unreadable,      ///< cannot open, not a regular file
+    untrusted,       ///< writable by someone the server does not trust (see strict modes)
+    too_large,
+    changing,        ///< the file changed while being read: try again shortly
+    incomplete,      ///< looks cut short: maybe still being written
+    not_loadable,    ///< not an ELF shared object for this machine
+    dlopen_failed,
+    no_entry_point,  ///< no csp_handler symbol
+    wrong_abi,
+    bad_descriptor,
+    init_failed,     ///< init returned nonzero or threw
+    io_error,        ///< the private copy could not be written
+};
+
+struct LoadResult {
+    std::shared_ptr<HandlerVersion> version;  ///< set on success
+    LoadError error = LoadError::none;
+    std::string reason;                       ///< why not, for the log and /-/status
+};
+
+class HandlerLoader {
+public:
+    /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
+    /// With `strict_modes`, refuses files that someone other than root or this user could have written.
+    explicit HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes = true);
+    ~HandlerLoader();
+    HandlerLoader(const HandlerLoader&) = delete;
+    HandlerLoader& operator=(const HandlerLoader&) = delete;
+
+    /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
+    LoadResult load(const std::string& name, const std::filesystem::path& file);
+
+    /// Why `file` must not be trusted (see the constructor), or empty; always empty without strict modes.
+    std::string untrusted(const std::filesystem::path& file) const;
+
+    /// A stand-in version that answers every request with 500 and `text` (--dev diagnostics).
+    std::shared_ptr<HandlerVersion> diagnostics_version(const std::string& name, std::string text);
+
+    /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
+    static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
+
+    const std::filesystem::path& scratch_dir() const { return scratch_dir_; }
+
+private:
+    std::filesystem::path scratch_dir_;
+    bool strict_modes_;
+    std::uint64_t next_sequence_ = 1;
+};
+
+} // namespace cspd

@@ -1,0 +1,48 @@
+// The authoritative name -> live version map, owned by the control thread.
+// Every change is published to subscribers (one per event loop), which keep
+// their own HandlerTable copy: the request path never takes a lock.
+#pragma once
+
+#include "handler/version.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cspd {
+
+class HandlerRegistry {
+public:
+    /// Receives (name, version); a null version means the handler is gone.
+    using Subscriber = std::function<void(const std::string&, std::shared_ptr<const HandlerVersion>)>;
+
+    /// Receives (name, reason) when a file for `name` is refused; the live version stays.
+    using RefusalSubscriber = std::function<void(const std::string&, const std::string&)>;
+
+    /// Setup only, before the first change.
+    void subscribe(Subscriber subscriber);
+    void subscribe_refusals(RefusalSubscriber subscriber);
+
+    /// Makes `version` the live one for its name and tells every subscriber.
+    void install(std::shared_ptr<const HandlerVersion> version);
+    /// Removes `name` (no-op if absent) and tells every subscriber.
+    void remove(const std::string& name);
+    /// Tells refusal subscribers that a file for `name` was refused, and why.
+    void refused(const std::string& name, const std::string& reason);
+    /// Removes everything, at shutdown.
+    void clear();
+
+    std::shared_ptr<const HandlerVersion> current(const std::string& name) const;
+    std::vector<std::string> names() const;
+
+private:
+    void publish(const std::string& name, const std::shared_ptr<const HandlerVersion>& version);
+
+    std::map<std::string, std::shared_ptr<const HandlerVersion>> live_;
+    std::vector<Subscriber> subscribers_;
+    std::vector<RefusalSubscriber> refusal_subscribers_;
+};
+
+} // namespace cspd

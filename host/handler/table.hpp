@@ -1,0 +1,55 @@
+// One event loop's view of the live handlers. Touched only by its own loop
+// thread, so lookups take no lock and no atomic. With shared counters attached,
+// each entry also points at its counters, and changes are recorded there for /-/status.
+#pragma once
+
+#include "handler/version.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace cspd {
+
+struct HandlerStats;
+struct LoopSlot;
+
+class HandlerTable {
+public:
+    struct Entry {
+        std::shared_ptr<const HandlerVersion> version;
+        HandlerStats* stats = nullptr;  ///< null without shared counters, or if the name is not tracked
+    };
+
+    /// The live version for `name`, or null. Valid until this loop next runs a posted update.
+    const HandlerVersion* find(std::string_view name) const {
+        const Entry* entry = find_entry(name);
+        return entry ? entry->version.get() : nullptr;
+    }
+    const Entry* find_entry(std::string_view name) const {
+        auto it = table_.find(name);
+        return it == table_.end() ? nullptr : &it->second;
+    }
+
+    /// Null `version` removes. Dropping the old reference may unload the old library.
+    /// `count` bumps the load counter: one loop per process counts, so loads are not multiplied by loops.
+    void set(const std::string& name, std::shared_ptr<const HandlerVersion> version, bool count = false);
+    /// Records a refused file for /-/status (the live version, if any, keeps serving).
+    void note_refusal(const std::string& name, const std::string& reason, bool count = false);
+
+    /// From now on, changes are recorded in `slot`.
+    void attach_stats(LoopSlot& slot) { slot_ = &slot; }
+
+    std::size_t size() const { return table_.size(); }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, Entry, Hash, std::equal_to<>> table_;
+    LoopSlot* slot_ = nullptr;
+};
+
+} // namespace cspd

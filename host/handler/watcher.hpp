@@ -1,0 +1,46 @@
+// Watches the handlers folder with inotify and keeps the registry in step
+// with it: NAME.so appears -> loaded, replaced -> reloaded, deleted -> removed.
+// Runs on the control io_context; loading blocks that thread, never a request loop.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace boost::asio { class io_context; }
+
+namespace cspd {
+
+class HandlerCompiler;
+class HandlerLoader;
+class HandlerRegistry;
+
+struct WatcherOptions {
+    /// With a compiler (--compile), NAME.cpp and NAME.c are handlers too: compiled off this
+    /// thread, one at a time per name. NAME.so wins over NAME.cpp, which wins over NAME.c.
+    const HandlerCompiler* compiler = nullptr;
+    /// --dev: a source that does not compile answers 500 with the compiler's diagnostics.
+    bool dev_diagnostics = false;
+};
+
+class HandlerWatcher {
+public:
+    /// Throws if the folder cannot be watched.
+    HandlerWatcher(boost::asio::io_context& io, std::filesystem::path folder, HandlerLoader& loader,
+                   HandlerRegistry& registry, WatcherOptions options = {});
+    ~HandlerWatcher();
+    HandlerWatcher(const HandlerWatcher&) = delete;
+    HandlerWatcher& operator=(const HandlerWatcher&) = delete;
+
+    /// Loads what is in the folder now and starts watching.
+    void start();
+    /// Re-reads the whole folder (after an inotify overflow, or on request).
+    void rescan();
+    void stop();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace cspd

@@ -1,0 +1,123 @@
+// llhttp wrapper: bytes in, complete requests out, no I/O, so it can be
+// unit-tested and fuzzed alone. Strict mode: no lenient flags are ever set.
+// All its state is its own: parsers never share anything, so a request handed to
+// the sink stays valid until this parser is fed again, whatever other parsers do.
+#pragma once
+
+#include "http/request.hpp"
+
+#include <llhttp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cspd {
+
+/// What the sink wants after a request.
+enum class SinkAction {
+    proceed,  ///< parse on
+    pause,    ///< stop here for now; feed the rest later, after resume()
+    stop,     ///< parse nothing more (the connection closes after this request)
+};
+
+/// What HttpParser::feed reports to its caller for each complete request.
+class RequestSink {
+public:
+    virtual SinkAction on_request(const HttpRequest& request) = 0;
+    /// The client sent "Expect: 100-continue" and waits for a go-ahead before its body.
+    virtual void on_continue_expected() {}
+protected:
+    ~RequestSink() = default;
+};
+
+struct ParseLimits {
+    std::size_t max_head_bytes = 8 * 1024;      ///< request line + headers
+    std::size_t max_body_bytes = 1024 * 1024;
+};
+
+class HttpParser {
+public:
+    enum class Status {
+        ok,             ///< all bytes consumed, waiting for more
+        paused,         ///< the sink asked to pause: consumed() bytes were used, resume() before feeding the rest
+        stopped,        ///< the sink asked to stop
+        upgrade,        ///< protocol upgrade / CONNECT: not supported, close
+        bad_request,    ///< malformed: answer 400 and close
+        head_too_large, ///< answer 431 and close
+        uri_too_long,   ///< the request-target alone is over the head limit: answer 414 and close
+        bad_version,    ///< not HTTP/1.x: answer 505 and close
+        body_too_large, ///< answer 413 and close
+    };
+
+    explicit HttpParser(ParseLimits limits = {});
+    HttpParser(const HttpParser&) = delete;
+    HttpParser& operator=(const HttpParser&) = delete;
+
+    /// Parses `data`, calling sink.on_request for every complete request in order.
+    Status feed(std::string_view data, RequestSink& sink);
+
+    /// After `paused` or `stopped`: how many bytes of the last feed were parsed.
+    std::size_t consumed() const { return consumed_; }
+    /// Leaves the paused state.
+    void resume();
+    /// Between requests: frees the buffers kept for reuse, so an idle connection is small.
+    void release_memory();
+
+    /// llhttp's reason for the last bad_request, for the log.
+    const char* error_reason() const;
+
+    /// True while a request has begun but not completed.
+    bool mid_request() const { return in_message_; }
+    /// True once the current request's head is complete (its body may still be arriving).
+    bool in_body() const { return in_message_ && headers_done_; }
+
+private:
+    static int on_message_begin(llhttp_t*);
+    static int on_method(llhttp_t*, const char*, std::size_t);
+    static int on_url(llhttp_t*, const char*, std::size_t);
+    static int on_header_field(llhttp_t*, const char*, std::size_t);
+    static int on_header_value(llhttp_t*, const char*, std::size_t);
+    static int on_header_value_complete(llhttp_t*);
+    static int on_headers_complete(llhttp_t*);
+    static int on_body(llhttp_t*, const char*, std::size_t);
+    static int on_message_complete(llhttp_t*);
+
+    static const llhttp_settings_t& settings();
+
+    struct Span { std::size_t offset = 0, size = 0; };
+    struct HeaderSpan { Span name, value; };
+    enum class Field : std::uint8_t { none, url, name, value };
+
+    /// Records `length` bytes at `at` as part of `field`; false past the head limit.
+    bool add_to_field(Field field, Span& span, const char* at, std::size_t length);
+    /// End of a feed in mid-request: copy what the spans point at out of the caller's buffer.
+    void keep_partial_head(const char* input_end);
+    /// The request as views, for the sink.
+    HttpRequest complete_request();
+
+    llhttp_t parser_;
+    ParseLimits limits_;
+    Status status_ = Status::ok;
+    RequestSink* sink_ = nullptr;
+    bool in_message_ = false;
+    bool headers_done_ = false;  // later header callbacks are chunked trailers
+    // A request that arrives whole in one feed is parsed in place: spans are offsets from
+    // message_start_ in the caller's buffer. Only a request split across feeds is copied
+    // into head_, and then continues there.
+    bool borrowed_ = true;
+    Field last_field_ = Field::none;
+    const char* message_start_ = nullptr;
+    const char* value_end_ = nullptr;  // end of the last header-value piece seen in this feed
+    std::size_t head_bytes_ = 0;
+    std::size_t consumed_ = 0;
+    Span target_;
+    std::string head_;
+    std::string body_;
+    std::vector<HeaderSpan> spans_;      // the current request's headers, as offsets
+    std::vector<HttpHeader> headers_;    // the same as views, for the request handed to the sink
+};
+
+} // namespace cspd

@@ -1,0 +1,32 @@
+// One parsed HTTP request: views only. They point into the bytes the parser was fed
+// or into the parser's own copy of a request that arrived in pieces, and stay valid
+// until that parser is fed again. The connection owns both, so it decides how long
+// a request's data lives.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace cspd {
+
+struct HttpHeader {
+    std::string_view name;
+    std::string_view value;
+};
+
+struct HttpRequest {
+    std::string_view method;
+    std::string_view target;   ///< raw request-target, e.g. "/csp/hello?x=1"
+    std::span<const HttpHeader> headers;
+    std::string_view body;
+    std::uint8_t http_major = 1;
+    std::uint8_t http_minor = 1;
+    bool keep_alive = true;    ///< what the client asked for (llhttp_should_keep_alive)
+    bool head = false;         ///< HEAD: answer without a body
+
+    /// First header with this name, compared case-insensitively; empty view with null data if absent.
+    std::string_view header(std::string_view name) const;
+};
+
+} // namespace cspd

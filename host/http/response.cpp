@@ -1,0 +1,63 @@
+#include "http/response.hpp"
+
+#include <charconv>
+
+namespace cspd {
+
+namespace {
+void append_number(std::string& out, std::size_t n) {
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+    out.append(digits, end);
+}
+
+} // namespace
+
+void append_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
+    out.append("HTTP/1.1 ");
+    append_number(out, code(head.status));
+    out.push_back(' ');
+    out.append(reason_phrase(head.status));
+    out.append("\r\nServer: cspd\r\nDate: ");
+    out.append(head.date);
+    if (!forbids_body(head.status)) {
+        out.append("\r\nContent-Type: ");
+        out.append(head.content_type);
+        out.append("\r\nContent-Length: ");
+        append_number(out, content_length);
+    }
+    if (!head.keep_alive)
+        out.append("\r\nConnection: close");
+    else if (head.http10)
+        out.append("\r\nConnection: keep-alive");
+    out.append("\r\n");
+    out.append(head.extra_headers);
+    out.append("\r\n");
+}
+
+void append_response(std::string& out, const ResponseHead& head, std::string_view body) {
+    append_head(out, head, body.size());
+    if (!head.head_only && !forbids_body(head.status)) out.append(body);
+}
+
+void append_error(std::string& out, HttpStatus status, std::string_view date, bool keep_alive, bool http10,
+                  bool head_only) {
+    std::string_view reason = reason_phrase(status);
+    char body[64];
+    auto [end, ec] = std::to_chars(body, body + 4, code(status));
+    *end++ = ' ';
+    std::size_t n = std::min(reason.size(), sizeof body - 6);
+    reason.copy(end, n);
+    end += n;
+    *end++ = '\n';
+    ResponseHead head;
+    head.status = status;
+    head.content_type = "text/plain; charset=utf-8";
+    head.date = date;
+    head.keep_alive = keep_alive;
+    head.http10 = http10;
+    head.head_only = head_only;
+    append_response(out, head, std::string_view(body, static_cast<std::size_t>(end - body)));
+}
+
+} // namespace cspd

@@ -1,0 +1,45 @@
+// HTTP status codes as a type: the host passes statuses around as HttpStatus, never
+// as a bare int. A handler's int becomes one only once it is checked (from_handler).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace cspd {
+
+/// Any code 100..599 is a valid value; these are the ones the host sends on its own.
+enum class HttpStatus : std::uint16_t {
+    continue_ = 100,
+    ok = 200,
+    moved_permanently = 301,
+    bad_request = 400,
+    forbidden = 403,
+    not_found = 404,
+    method_not_allowed = 405,
+    content_too_large = 413,
+    uri_too_long = 414,
+    header_fields_too_large = 431,
+    internal_server_error = 500,
+    service_unavailable = 503,
+    gateway_timeout = 504,
+    http_version_not_supported = 505,
+};
+
+constexpr unsigned code(HttpStatus status) noexcept { return static_cast<unsigned>(status); }
+
+/// What a handler returned, as a status the host may send: 200..599 (1xx are the host's).
+constexpr std::optional<HttpStatus> from_handler(int status) noexcept {
+    if (status < 200 || status > 599) return std::nullopt;
+    return static_cast<HttpStatus>(status);
+}
+
+/// RFC 9110 §6.4.1: these never carry content.
+constexpr bool forbids_body(HttpStatus status) noexcept {
+    return status == HttpStatus{204} || status == HttpStatus{304} || code(status) < 200;
+}
+
+/// Reason phrase ("OK", "Not Found", ...); "Unknown" for a code without one here.
+std::string_view reason_phrase(HttpStatus status) noexcept;
+
+} // namespace cspd

@@ -1,0 +1,55 @@
+// Who a worker's death is blamed on, and what crashes add up to: the master counts each
+// crash of a handler version, and K of them within T seconds put that version in the
+// quarantine list (stats/quarantine_list) that every worker checks.
+#pragma once
+
+#include "stats/shared_stats.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace cspd {
+
+/// A handler version, as crashes are counted and quarantines keyed.
+struct VersionKey {
+    std::string name;
+    std::uint64_t size = 0, hash = 0;
+    bool operator<(const VersionKey& o) const { return std::tie(name, size, hash) < std::tie(o.name, o.size, o.hash); }
+};
+
+/// The version the handler `running` (index + 1 into slot.handlers) of `slot` refers to; empty name if none.
+VersionKey running_version(const LoopSlot& slot, std::uint32_t running);
+
+/// The handler versions to blame for the death (waitpid `status`) of the worker whose loops
+/// are `slots`: the handler a loop was running, if that loop's thread reported the crash, or,
+/// when no thread could report (a sanitizer took the signal), if the death looks like a crash.
+/// A SIGKILL from an operator or the OOM killer blames nobody.
+std::vector<VersionKey> blame_for_death(const LoopSlot* slots, unsigned count, int status);
+
+/// True for the signals a crashing handler dies of.
+bool is_fault_signal(int signal);
+
+class CrashLedger {
+public:
+    /// `crashes` within `window` quarantine a version; 0 crashes: never.
+    CrashLedger(SharedStats& stats, unsigned crashes, std::chrono::seconds window)
+        : stats_(stats), limit_(crashes), window_(window) {}
+
+    /// Counts one crash of `key`; quarantines it when that makes K within the window.
+    void count(const VersionKey& key);
+
+private:
+    CrashCount* counter(const std::string& name);
+
+    SharedStats& stats_;
+    unsigned limit_;
+    std::chrono::seconds window_;
+    std::map<VersionKey, std::deque<std::chrono::steady_clock::time_point>> times_;
+};
+
+} // namespace cspd

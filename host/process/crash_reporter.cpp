@@ -1,0 +1,101 @@
+#include "process/crash_reporter.hpp"
+
+#include "common/crash_context.hpp"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace cspd {
+namespace {
+
+#define CSPD_CRASH_HEAD                                                                                          \
+    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n" \
+    "Connection: close\r\n\r\n"
+#define CSPD_CRASH_BODY "500 Internal Server Error: the handler failed; the server carries on\n"
+static_assert(sizeof CSPD_CRASH_BODY - 1 == 69, "Content-Length above");
+// One constant each way, so one send(2) carries the whole answer.
+constexpr char kCrashAnswer[] = CSPD_CRASH_HEAD CSPD_CRASH_BODY;
+constexpr char kCrashAnswerHead[] = CSPD_CRASH_HEAD;
+#undef CSPD_CRASH_HEAD
+#undef CSPD_CRASH_BODY
+
+// Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
+// call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
+void write_all(const char* text, std::size_t size) {
+    while (size > 0) {
+        ssize_t n = ::write(STDERR_FILENO, text, size);
+        if (n <= 0) return;
+        text += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void on_fatal_signal(int signal, siginfo_t* info, void*) {
+    ThreadCrashContext& context = this_thread_crash_context();
+    // Lock-free atomics: async-signal-safe. A thread with no slot of its own (watcher,
+    // compiler) flags the process, so that the master blames no handler for it.
+    if (context.crash_flag) context.crash_flag->store(1, std::memory_order_relaxed);
+    else if (std::atomic<std::uint32_t>* flag = process_crash_flag()) flag->store(1, std::memory_order_relaxed);
+    if (CrashClient& client = context.client; client.fd >= 0) {
+        // The client is owed answers: those built before this request (pipelining), then a 500,
+        // rather than a bare reset when the process dies. send(2) is async-signal-safe; if the
+        // socket takes only part of the earlier answers, a 500 after them would corrupt the
+        // stream, so it is left out.
+        // Only the answers complete before this request began: the current one may be half built.
+        bool whole = true;
+        if (client.queued && client.queued_size > 0) {
+            const ssize_t n = ::send(client.fd, client.queued->data(), client.queued_size, MSG_NOSIGNAL | MSG_DONTWAIT);
+            whole = n == static_cast<ssize_t>(client.queued_size);
+        }
+        if (whole) {
+            const char* answer = client.head ? kCrashAnswerHead : kCrashAnswer;
+            const std::size_t size = client.head ? sizeof kCrashAnswerHead - 1 : sizeof kCrashAnswer - 1;
+            [[maybe_unused]] ssize_t sent = ::send(client.fd, answer, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        client.fd = -1;
+    }
+    char line[512];
+    const HandlerLabel* handler = context.running;
+    int n;
+    if (handler) {
+        n = std::snprintf(line, sizeof line,
+                          "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64
+                          " (%" PRIu64 " bytes, fnv %016" PRIx64 "), pid %d\n",
+                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name,
+                          handler->sequence, handler->size, handler->content_hash, static_cast<int>(::getpid()));
+    } else {
+        n = std::snprintf(line, sizeof line, "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n",
+                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, static_cast<int>(::getpid()));
+    }
+    if (n > 0) write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
+    write_all("cspd: backtrace:\n", 17);
+    void* frames[64];
+    int depth = ::backtrace(frames, 64);
+    ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+    // Die of the same signal, so that the exit status tells the truth.
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+}
+
+} // namespace
+
+void install_crash_reporter() {
+    void* warm_up[1];
+    ::backtrace(warm_up, 1);  // loads libgcc now: it must not be loaded inside a signal handler
+
+    install_thread_signal_stack();
+
+    struct sigaction action{};
+    action.sa_sigaction = &on_fatal_signal;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(signal, &action, nullptr);
+}
+
+} // namespace cspd

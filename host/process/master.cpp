@@ -1,0 +1,335 @@
+#include "process/master.hpp"
+
+#include "common/clocks.hpp"
+#include "process/crash_ledger.hpp"
+#include "process/lifecycle_signals.hpp"
+#include "process/log_file.hpp"
+#include "process/restart_backoff.hpp"
+#include "process/watchdog.hpp"
+#include "process/worker_role.hpp"
+#include "process/worker_spawner.hpp"
+#include "routing/static_files.hpp"
+#include "serving/listener.hpp"
+#include "stats/shared_stats.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace cspd {
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status)) {
+        const int signal = WTERMSIG(status);
+        return std::string("killed by signal ") + std::to_string(signal) + " (" + sigdescr_np(signal) + ")";
+    }
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+struct Worker {
+    pid_t pid = 0;
+    Clock::time_point started;
+    RestartBackoff backoff;
+    Watchdog::Mark watchdog;
+    bool announced = false;     // "ready" logged for this pid
+    std::int64_t died_ns = 0;   // CLOCK_MONOTONIC when the previous one was reaped
+};
+
+/// The listening sockets, opened here so that they outlive any worker.
+WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>& argv, const SharedStatsMapping& shared,
+                           unsigned short& port) {
+    std::vector<UniqueFd> listeners;
+    port = config.port;
+    for (unsigned i = 0; i < config.loops_total(); ++i) {
+        listeners.push_back(
+            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port)), config.threads));
+        port = bound_port(listeners.back().get());  // --port 0: the first socket picks, the rest join it
+    }
+    UniqueFd status;
+    if (!config.status_listen.empty()) {
+        const HostPort where = parse_host_port(config.status_listen);
+        status = WorkerSpawner::above_worker_fds(UniqueFd(open_listener(where.address, where.port)), config.threads);
+        spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(status.get()));
+    }
+    UniqueFd stats(::fcntl(shared.fd(), F_DUPFD_CLOEXEC, 0));
+    if (!stats) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(listeners), std::move(status));
+}
+
+class Supervisor {
+public:
+    Supervisor(const Config& config, const std::vector<std::string>& argv)
+        : config_(config), shared_(SharedStatsMapping::create()), stats_(shared_.stats()),
+          spawner_(make_spawner(config, argv, shared_, port_)),
+          ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
+          watchdog_(config.handler_timeout_s, ledger_), signals_(io_, SIGINT, SIGTERM, SIGQUIT),
+          requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
+        workers_.resize(config_.workers);
+        restart_timers_.reserve(config_.workers);
+        for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
+        stats_.slot_count.store(config_.loops_total());
+    }
+
+    int run() {
+        unblock_lifecycle_signals();  // the signal_sets exist: from here on signals are handled
+        wait_for_signals();
+        wait_for_requests();
+        wait_for_children();
+        for (unsigned i = 0; i < workers_.size(); ++i) spawn(i);
+        tick();
+        io_.run();
+        return exit_code_;
+    }
+
+private:
+    LoopSlot* slots_of(unsigned index) { return &stats_.slots[index * config_.threads]; }
+
+    // --- workers ---------------------------------------------------------------------
+
+    void spawn(unsigned index) {
+        if (stopping_) return;
+        // The slots are reset before the worker exists: it may mark itself ready before posix_spawn returns.
+        LoopSlot* slots = slots_of(index);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            LoopSlot& slot = slots[t];
+            slot.ready.store(0);
+            slot.crashed.store(0);
+            slot.crashed_elsewhere.store(0);
+            slot.handler_started_ns.store(0);
+            slot.thread_id.store(0);
+            slot.started_unix_ms.store(unix_now_ms());
+        }
+        int error = 0;
+        const pid_t pid = spawner_.spawn(index, error);
+        if (pid < 0) {
+            spdlog::error("cannot start worker {}: {}; trying again in 1 s", index, std::strerror(error));
+            schedule_spawn(index, 1s);
+            return;
+        }
+        Worker& worker = workers_[index];
+        worker.pid = pid;
+        worker.started = Clock::now();
+        worker.watchdog = {};
+        worker.announced = false;
+        for (unsigned t = 0; t < config_.threads; ++t) slots[t].pid.store(pid);
+        spdlog::debug("worker {} started as pid {}", index, pid);
+    }
+
+    void schedule_spawn(unsigned index, Clock::duration delay) {
+        if (delay == Clock::duration::zero()) {
+            spawn(index);
+            return;
+        }
+        restart_timers_[index].expires_after(delay);
+        restart_timers_[index].async_wait([this, index](boost::system::error_code ec) {
+            if (!ec) spawn(index);
+        });
+    }
+
+    void wait_for_children() {
+        children_.async_wait([this](boost::system::error_code ec, int) {
+            if (ec) return;
+            reap();
+            wait_for_children();
+        });
+    }
+
+    void reap() {
+        for (;;) {
+            int status = 0;
+            const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+            if (pid <= 0) break;
+            for (unsigned i = 0; i < workers_.size(); ++i)
+                if (workers_[i].pid == pid) on_worker_exit(i, status);
+        }
+        if (stopping_ && live_workers() == 0) finish();
+    }
+
+    void on_worker_exit(unsigned index, int status) {
+        Worker& worker = workers_[index];
+        const pid_t pid = worker.pid;
+        worker.pid = 0;
+        worker.died_ns = monotonic_now_ns();
+        LoopSlot* slots = slots_of(index);
+        const std::vector<VersionKey> blamed = blame_for_death(slots, config_.threads, status);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            slots[t].pid.store(0);
+            slots[t].open_connections.store(0);
+            slots[t].handler_started_ns.store(0);
+        }
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (stopping_) {
+            // A worker that could not stop cleanly makes the whole stop unclean: say so in the exit code.
+            if (!clean && !quitting_) exit_code_ = 1;
+            spdlog::log(clean ? spdlog::level::info : spdlog::level::err, "worker {} (pid {}) {}", index, pid,
+                        describe_exit(status));
+            return;
+        }
+        spdlog::log(clean ? spdlog::level::warn : spdlog::level::err,
+            "worker {} (pid {}) {}{}; starting a replacement", index, pid, describe_exit(status),
+            blamed.empty() ? "" : " while handler " + blamed.front().name + " was running");
+        if (!worker.watchdog.fired)  // the watchdog has already counted its own kill
+            for (const auto& key : blamed) ledger_.count(key);
+
+        bump(stats_.worker_restarts);
+        for (unsigned t = 0; t < config_.threads; ++t) slots[t].restarts.fetch_add(1);
+        const Clock::duration delay = worker.backoff.after_death(worker.started);
+        if (delay != Clock::duration::zero())
+            spdlog::warn("worker {} keeps dying ({} times in a row); next start in {} ms", index,
+                         worker.backoff.quick_deaths(),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
+        schedule_spawn(index, delay);
+    }
+
+    unsigned live_workers() const {
+        unsigned n = 0;
+        for (const auto& w : workers_) n += w.pid != 0;
+        return n;
+    }
+
+    void signal_workers(int signal) {
+        for (const auto& w : workers_)
+            if (w.pid) ::kill(w.pid, signal);
+    }
+
+    // --- the 100 ms tick: readiness and the watchdog ---------------------------------
+
+    void tick() {
+        tick_.expires_after(100ms);
+        tick_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
+            check_ready();
+            if (watchdog_.enabled())
+                for (unsigned i = 0; i < workers_.size(); ++i)
+                    if (workers_[i].pid) watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
+            tick();
+        });
+    }
+
+    void check_ready() {
+        bool all = true;
+        for (unsigned i = 0; i < workers_.size(); ++i) {
+            Worker& worker = workers_[i];
+            bool ready = worker.pid != 0;
+            for (unsigned t = 0; ready && t < config_.threads; ++t)
+                ready = stats_.slots[i * config_.threads + t].ready.load() != 0;
+            if (ready && !worker.announced) {
+                worker.announced = true;
+                if (announced_all_) {
+                    const std::int64_t ready_ns = stats_.slots[i * config_.threads].ready_ns.load();
+                    spdlog::info("worker {} (pid {}) replaced: serving {:.1f} ms after the old one was reaped", i,
+                                 worker.pid, double(ready_ns - worker.died_ns) / 1e6);
+                }
+            }
+            all = all && worker.announced;
+        }
+        if (all && !announced_all_) {
+            announced_all_ = true;
+            // Said once every worker has read the handlers folder: from here on, requests find them.
+            spdlog::info("cspd listening on {}:{} with {} worker process(es) × {} event loop(s); handlers from {}, "
+                         "static files from {}",
+                         config_.bind_address, port_, workers_.size(), config_.threads,
+                         config_.handlers_dir.string(), config_.www_dir.string());
+        }
+    }
+
+    // --- signals ---------------------------------------------------------------------
+
+    void wait_for_signals() {
+        signals_.async_wait([this](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (stopping_ && signal != SIGQUIT) {
+                wait_for_signals();
+                return;
+            }
+            stopping_ = true;
+            for (auto& timer : restart_timers_) timer.cancel();
+            // Workers close their copies when they drain; closing ours lets the port go.
+            spawner_.close_listeners();
+            if (signal == SIGQUIT) {
+                quitting_ = true;
+                spdlog::info("SIGQUIT: stopping the workers now");
+                signal_workers(SIGQUIT);
+                deadline(2s);
+            } else {
+                spdlog::info("signal {}: draining the workers (up to {} s)", signal, config_.drain_timeout_s);
+                signal_workers(SIGTERM);
+                deadline(std::chrono::seconds(config_.drain_timeout_s) + 2s);
+            }
+            if (live_workers() == 0) finish();
+            wait_for_signals();
+        });
+    }
+
+    void deadline(Clock::duration after) {
+        deadline_.expires_after(after);
+        deadline_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
+            spdlog::error("workers still running past the deadline: killing them");
+            exit_code_ = 1;
+            signal_workers(SIGKILL);
+        });
+    }
+
+    void wait_for_requests() {
+        requests_.async_wait([this](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (signal == SIGUSR1 && !config_.log_file.empty()) reopen_log_file(config_.log_file);
+            if (signal == SIGHUP) spdlog::info("SIGHUP: workers re-read the handlers folder");
+            signal_workers(signal);
+            wait_for_requests();
+        });
+    }
+
+    void finish() {
+        spdlog::info("cspd stopped");
+        io_.stop();
+    }
+
+    const Config& config_;
+    asio::io_context io_;
+    SharedStatsMapping shared_;
+    SharedStats& stats_;
+    unsigned short port_ = 0;
+    WorkerSpawner spawner_;
+    CrashLedger ledger_;
+    Watchdog watchdog_;
+    asio::signal_set signals_, requests_, children_;
+    asio::steady_timer tick_, deadline_;
+    std::vector<asio::steady_timer> restart_timers_;
+    std::vector<Worker> workers_;
+    bool stopping_ = false;
+    bool quitting_ = false;
+    bool announced_all_ = false;
+    int exit_code_ = 0;
+};
+
+} // namespace
+
+Master::Master(Config config, std::vector<std::string> argv) : config_(std::move(config)), argv_(std::move(argv)) {}
+
+int Master::run() {
+    if (!std::filesystem::is_directory(config_.handlers_dir))
+        throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
+    if (config_.loops_total() > kMaxSlots)
+        throw std::runtime_error("--workers × --threads is at most " + std::to_string(kMaxSlots));
+    Supervisor supervisor(config_, argv_);
+    return supervisor.run();
+}
+
+} // namespace cspd

@@ -1,0 +1,191 @@
+#include "process/server.hpp"
+
+#include "common/clocks.hpp"
+#include "common/crash_context.hpp"
+#include "serving/event_loop.hpp"
+#include "handler/compiler.hpp"
+#include "handler/loader.hpp"
+#include "handler/registry.hpp"
+#include "handler/watcher.hpp"
+#include "process/lifecycle_signals.hpp"
+#include "serving/listener.hpp"
+#include "process/log_file.hpp"
+#include "stats/shared_stats.hpp"
+#include "routing/static_files.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+#include <cstdlib>
+#include <thread>
+
+#include <unistd.h>
+
+namespace cspd {
+namespace asio = boost::asio;
+
+namespace {
+LoopOptions loop_options(const Config& config) {
+    LoopOptions options;
+    options.connection = {config.max_head_bytes, config.max_body_bytes, config.keepalive_timeout_s,
+                          config.header_timeout_s};
+    options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
+                       config.quarantine_window_s};
+    options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
+    return options;
+}
+
+std::filesystem::path scratch_parent() {
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+} // namespace
+
+Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {}
+
+int Server::run() {
+    if (!std::filesystem::is_directory(config_.handlers_dir))
+        throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    StaticFiles www(config_.www_dir);
+
+    // Alone, this process makes its own counters and sockets; a worker gets them from its master.
+    SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create();
+    SharedStats& stats = shared.stats();
+    const unsigned first_slot = role_ ? role_->index * config_.threads : 0;
+    if (first_slot + config_.threads > kMaxSlots)
+        throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
+    if (!role_) {
+        stats.slot_count.store(config_.threads);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            stats.slots[t].pid.store(::getpid());
+            stats.slots[t].started_unix_ms.store(unix_now_ms());
+        }
+    }
+
+    set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
+    std::vector<std::unique_ptr<EventLoop>> loops;
+    unsigned short port = config_.port;
+    const LoopOptions options = loop_options(config_);
+    for (unsigned t = 0; t < config_.threads; ++t) {
+        loops.push_back(std::make_unique<EventLoop>(first_slot + t, options, www));
+        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t) : open_listener(config_.bind_address, port);
+        // With --port 0 the first loop learns the port; the others join it.
+        if (!role_) port = bound_port(fd);
+        loops.back()->adopt_listener(fd);
+        loops.back()->attach_stats(stats, stats.slots[first_slot + t]);
+    }
+
+    if (!config_.status_listen.empty()) {
+        // Shared by every worker (operators' traffic is light); the first loop of each accepts on it.
+        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) : -1;
+        if (!role_) {
+            const HostPort where = parse_host_port(config_.status_listen);
+            fd = open_listener(where.address, where.port);
+            spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(fd));
+        }
+        loops.front()->adopt_status_listener(fd);
+    }
+
+    asio::io_context control;
+    // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
+    asio::signal_set signals(control, SIGINT, SIGTERM, SIGQUIT);
+    asio::signal_set requests(control, SIGHUP, SIGUSR1);
+    unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
+    HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
+    HandlerRegistry registry;
+    for (auto& loop : loops) {
+        EventLoop* target = loop.get();
+        const bool counts = loop == loops.front();  // one count per process, not per loop
+        registry.subscribe([target, counts](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
+            target->post([target, name, counts, version = std::move(version)]() mutable {
+                target->handlers().set(name, std::move(version), counts);
+            });
+        });
+        registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {
+            target->post([target, name, reason, counts] { target->handlers().note_refusal(name, reason, counts); });
+        });
+    }
+    std::unique_ptr<HandlerCompiler> compiler;
+    WatcherOptions watch;
+    if (config_.compile_sources) {
+        auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
+        compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),
+                                                     std::chrono::seconds(config_.compile_timeout_s));
+        watch.compiler = compiler.get();
+        watch.dev_diagnostics = config_.dev;
+        spdlog::info("--compile: NAME.c and NAME.cpp are compiled against {}{}", include.string(),
+                     config_.dev ? "; --dev: compile errors are served as 500" : "");
+    }
+    HandlerWatcher watcher(control, config_.handlers_dir, loader, registry, watch);
+    watcher.start();
+
+    std::vector<std::thread> threads;
+    for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
+    for (unsigned t = 0; t < config_.threads; ++t) {
+        stats.slots[first_slot + t].ready_ns.store(monotonic_now_ns());
+        stats.slots[first_slot + t].ready.store(1);
+    }
+    if (role_)
+        spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops.size());
+    else
+        spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
+                     "from {}, static files from {}",
+                     config_.bind_address, port, loops.size(), config_.handlers_dir.string(),
+                     config_.www_dir.string());
+
+    std::function<void()> wait_for_requests = [&] {
+        requests.async_wait([&](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (signal == SIGHUP) {
+                spdlog::info("SIGHUP: re-reading the handlers folder");
+                watcher.rescan();
+            } else if (!config_.log_file.empty()) {
+                reopen_log_file(config_.log_file);
+            }
+            wait_for_requests();
+        });
+    };
+    wait_for_requests();
+
+    asio::steady_timer drain_deadline(control);
+    bool stopping = false;
+    signals.async_wait([&](boost::system::error_code ec, int signal) {
+        if (ec) return;
+        stopping = true;
+        requests.cancel();
+        if (signal == SIGQUIT) {
+            spdlog::info("SIGQUIT: stopping now");
+            for (auto& loop : loops) loop->stop();
+            watcher.stop();
+            return;
+        }
+        spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
+        for (auto& loop : loops) loop->begin_drain();  // first: stopping the watcher may wait for a compiler
+        watcher.stop();
+        drain_deadline.expires_after(std::chrono::seconds(config_.drain_timeout_s));
+        drain_deadline.async_wait([&](boost::system::error_code timer_ec) {
+            if (timer_ec) return;
+            spdlog::warn("drain timeout: closing the remaining connections");
+            for (auto& loop : loops) loop->stop();
+        });
+    });
+    // The watcher's events and the signal share this thread.
+    while (!stopping && control.run_one() > 0) {
+    }
+    std::thread deadline_thread([&control] { control.run(); });
+    for (auto& thread : threads) thread.join();
+    control.stop();
+    deadline_thread.join();
+
+    registry.clear();
+    loops.clear();  // drops the last references: cleanup hooks run, libraries unload
+    if (role_) spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
+    else spdlog::info("cspd stopped");
+    return 0;
+}
+
+} // namespace cspd

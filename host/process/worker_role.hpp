@@ -1,0 +1,15 @@
+// What a worker gets from its master: descriptors at fixed numbers, and its place.
+#pragma once
+
+#include <sys/types.h>
+
+namespace cspd {
+
+struct WorkerRole {
+    static constexpr int kStatsFd = 3;          ///< the shared counters (memfd)
+    static constexpr int kFirstListenerFd = 4;  ///< one listening socket per loop: 4, 5, …, then --status-listen's
+    unsigned index = 0;                         ///< which worker: its slots are index*threads …
+    pid_t master = 0;
+};
+
+} // namespace cspd

@@ -1,0 +1,63 @@
+#include "process/worker_spawner.hpp"
+
+#include "process/lifecycle_signals.hpp"
+#include "process/worker_role.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <system_error>
+
+extern char** environ;
+
+namespace cspd {
+
+WorkerSpawner::WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats,
+                             std::vector<UniqueFd> listeners, UniqueFd status_listener)
+    : argv_(std::move(argv)), threads_(threads), stats_(above_worker_fds(std::move(stats), threads)),
+      listeners_(std::move(listeners)), status_listener_(std::move(status_listener)) {}
+
+UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, unsigned threads) {
+    const int highest = WorkerRole::kFirstListenerFd + static_cast<int>(threads);
+    if (fd.get() > highest) return fd;
+    const int high = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, highest + 1);
+    if (high < 0) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    return UniqueFd(high);
+}
+
+pid_t WorkerSpawner::spawn(unsigned index, int& error) const {
+    std::vector<std::string> args = argv_;
+    args.insert(args.end(), {"--worker-index", std::to_string(index), "--master-pid", std::to_string(::getpid())});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, stats_.get(), WorkerRole::kStatsFd);
+    for (unsigned t = 0; t < threads_; ++t)
+        posix_spawn_file_actions_adddup2(&actions, listeners_[index * threads_ + t].get(),
+                                         WorkerRole::kFirstListenerFd + static_cast<int>(t));
+    if (status_listener_)
+        posix_spawn_file_actions_adddup2(&actions, status_listener_.get(),
+                                         WorkerRole::kFirstListenerFd + static_cast<int>(threads_));
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    // Blocked until the worker has its handlers: an early SIGTERM drains it instead of killing it.
+    const sigset_t blocked = lifecycle_signals();
+    posix_spawnattr_setsigmask(&attributes, &blocked);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = 0;
+    error = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return error == 0 ? pid : -1;
+}
+
+void WorkerSpawner::close_listeners() {
+    listeners_.clear();
+    status_listener_.reset();
+}
+
+} // namespace cspd

@@ -1,0 +1,41 @@
+// Starts worker processes: /proc/self/exe with the master's command line plus the
+// worker's role, the shared counters and the worker's listening sockets dup'ed to the
+// fixed numbers of WorkerRole, and the lifecycle signals blocked until the worker has
+// its handlers for them. It owns those descriptors for the master.
+#pragma once
+
+#include "common/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace cspd {
+
+class WorkerSpawner {
+public:
+    /// `listeners` holds `threads` sockets per worker; `status_listener` may be empty.
+    WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, std::vector<UniqueFd> listeners,
+                  UniqueFd status_listener);
+
+    /// Moves `fd` above the numbers workers receive, so that no dup2 at spawn overwrites a
+    /// descriptor another dup2 still has to read. Throws on failure.
+    static UniqueFd above_worker_fds(UniqueFd fd, unsigned threads);
+
+    /// Starts worker `index`; its pid, or -1 with the reason in `error` (an errno value).
+    pid_t spawn(unsigned index, int& error) const;
+
+    /// Closes the master's copies of the listening sockets: once the workers have closed
+    /// theirs too, the port is free.
+    void close_listeners();
+
+private:
+    std::vector<std::string> argv_;
+    unsigned threads_;
+    UniqueFd stats_;
+    std::vector<UniqueFd> listeners_;
+    UniqueFd status_listener_;
+};
+
+} // namespace cspd

@@ -1,0 +1,43 @@
+// The host's own answers: GET /-/healthy and /-/ready for load balancers, GET /-/status
+// and /metrics for operators, and the 503 for a quarantined handler version.
+#pragma once
+
+#include "routing/exchange.hpp"
+
+#include <optional>
+
+namespace cspd {
+
+struct SharedStats;
+
+struct BuiltinOptions {
+    bool probes = true;            ///< /-/healthy and /-/ready
+    bool status_endpoints = true;  ///< /-/status and /metrics (needs shared counters)
+    bool status_port_only = false; ///< …only on connections accepted on --status-listen
+    unsigned retry_after_s = 60;   ///< Retry-After of a quarantined handler's 503
+};
+
+class BuiltinEndpoints {
+public:
+    /// /-/ready says 503 once `*draining` is true.
+    BuiltinEndpoints(BuiltinOptions options, const bool* draining) : options_(options), draining_(draining) {}
+
+    /// /-/status and /metrics report `shared`.
+    void attach_stats(const SharedStats& shared) { shared_ = &shared; }
+
+    /// Answers the exchange if its path is one of the host's; nothing otherwise.
+    std::optional<HttpStatus> try_serve(Exchange& exchange) const;
+
+    /// The answer for a handler version in quarantine.
+    HttpStatus quarantined(Exchange& exchange) const;
+
+private:
+    HttpStatus probe(Exchange& exchange, bool ready_probe) const;
+    HttpStatus report(Exchange& exchange, bool metrics) const;
+
+    BuiltinOptions options_;
+    const bool* draining_;
+    const SharedStats* shared_ = nullptr;
+};
+
+} // namespace cspd

@@ -1,0 +1,58 @@
+// One request being answered: the request, who sent it, and the output its response
+// is appended to. Every route builds its response through it, so that each answer has
+// the same Date, keep-alive and HEAD handling.
+#pragma once
+
+#include "http/date_cache.hpp"
+#include "http/request.hpp"
+#include "http/response.hpp"
+#include "http/status.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace cspd {
+
+struct ClientInfo {
+    std::string_view address;  ///< "127.0.0.1"
+    unsigned short port = 0;
+    bool status_port = false;  ///< came in on --status-listen
+};
+
+/// What the connection decides about a request before it is routed.
+struct RequestContext {
+    ClientInfo client;
+    bool keep_alive = true;  ///< the connection stays open after this response
+};
+
+class Exchange {
+public:
+    Exchange(const HttpRequest& req, const RequestContext& context, DateCache& date, std::string& out)
+        : request(req), client(context.client), keep_alive(context.keep_alive),
+          http10(req.http_major == 1 && req.http_minor == 0), date_(date), out_(out) {}
+
+    /// A head for `status` with the exchange's date and framing; the caller adds the rest.
+    ResponseHead head(HttpStatus status, std::string_view content_type) const;
+    /// Appends a complete response; returns its status.
+    HttpStatus send(const ResponseHead& head, std::string_view body);
+    /// A short text/plain error. A 400 closes the connection after it: a request that
+    /// malformed says nothing good about the rest of the stream.
+    HttpStatus error(HttpStatus status);
+    /// 405 with `Allow: GET, HEAD`.
+    HttpStatus method_not_allowed();
+
+    std::string& out() { return out_; }
+
+    const HttpRequest& request;
+    const ClientInfo& client;
+    const bool keep_alive;
+    const bool http10;
+    std::string_view path;    ///< decoded; set by the router once the target is checked
+    bool close_after = false; ///< the response said "Connection: close" on its own account
+
+private:
+    DateCache& date_;
+    std::string& out_;
+};
+
+} // namespace cspd

@@ -1,0 +1,94 @@
+#include "routing/router.hpp"
+
+#include "common/ascii.hpp"
+#include "handler/handler_name.hpp"
+#include "http/uri.hpp"
+#include "routing/static_route.hpp"
+#include "stats/quarantine_list.hpp"
+#include "stats/shared_stats.hpp"
+
+namespace cspd {
+namespace {
+constexpr std::string_view kHandlerPrefix = "/csp/";
+
+/// RFC 3986 allows no spaces, tabs or other control bytes in a URI.
+bool has_control_bytes(std::string_view target) {
+    for (char c : target) {
+        auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u == 0x7f) return true;
+    }
+    return false;
+}
+
+bool has_single_host(const HttpRequest& request) {
+    int hosts = 0;
+    for (const auto& h : request.headers)
+        if (h.name.size() == 4 && iequals(h.name, "host")) ++hosts;
+    return hosts == 1;
+}
+} // namespace
+
+Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
+               const bool* draining)
+    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining) {}
+
+void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
+    shared_ = &shared;
+    slot_ = &slot;
+    builtin_.attach_stats(shared);
+    call_.attach_stats(slot);
+}
+
+Routed Router::respond(const HttpRequest& request, const RequestContext& context, std::string& out) {
+    Exchange exchange(request, context, date_, out);
+    Routed routed;
+    routed.status = route(exchange, routed.body_file);
+    routed.close_after = exchange.close_after;
+    if (slot_) bump(slot_->requests[status_class(code(routed.status))]);
+    return routed;
+}
+
+bool Router::check_target(Exchange& exchange, std::string_view& query) {
+    const HttpRequest& request = exchange.request;
+    // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host.
+    if (!exchange.http10 && !has_single_host(request)) return false;
+    // Origin-form ("/path"), or absolute-form ("http://host/path"), which a server must accept
+    // (RFC 9112 §3.2.2); asterisk- and authority-form are not for this server.
+    const std::string_view origin = without_scheme_and_authority(request.target);
+    SplitTarget target = split_target(origin);
+    if (target.path.empty() && origin.size() != request.target.size()) target.path = "/";  // "http://host?q"
+    if (target.path.empty() || target.path.front() != '/' || has_control_bytes(request.target)) return false;
+    query = target.query;
+    if (target.path.find('%') == std::string_view::npos) {
+        exchange.path = target.path;  // nothing to decode: no copy
+        return true;
+    }
+    decoded_path_.clear();
+    if (!percent_decode(target.path, decoded_path_, false)) return false;
+    exchange.path = decoded_path_;
+    return true;
+}
+
+HttpStatus Router::route(Exchange& exchange, StaticFiles::File& body_file) {
+    std::string_view query;
+    if (!check_target(exchange, query)) return exchange.error(HttpStatus::bad_request);
+    const std::string_view path = exchange.path;
+    // The status address is for operators: probes, /-/status and /metrics, nothing else.
+    if (exchange.client.status_port && path != "/metrics" && !path.starts_with("/-/"))
+        return exchange.error(HttpStatus::not_found);
+    if (path.starts_with(kHandlerPrefix)) {
+        const std::string_view name = path.substr(kHandlerPrefix.size());
+        const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
+        if (!handler) return exchange.error(HttpStatus::not_found);
+        if (shared_) {
+            const HandlerFileIdentity& file = handler->version->file();
+            if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
+        }
+        return call_.run(*handler, exchange, query);
+    }
+    if (path.starts_with("/-/") || path == "/metrics")
+        if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
+    return serve_static(www_, exchange, body_file);
+}
+
+} // namespace cspd

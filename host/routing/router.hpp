@@ -1,0 +1,55 @@
+// Decides what answers a request -- a /csp/ handler, one of the host's own endpoints,
+// or a static file -- after checking its target, and appends the response to the
+// caller's output. One Router per event loop; its scratch objects are reused by every
+// request on that loop.
+#pragma once
+
+#include "handler/table.hpp"
+#include "routing/builtin_endpoints.hpp"
+#include "routing/exchange.hpp"
+#include "routing/handler_call.hpp"
+#include "routing/static_files.hpp"
+
+#include <string>
+
+namespace cspd {
+
+struct LoopSlot;
+struct SharedStats;
+
+/// What became of one request.
+struct Routed {
+    HttpStatus status = HttpStatus::ok;
+    bool close_after = false;    ///< the response said "Connection: close" on its own account
+    StaticFiles::File body_file; ///< open when a large file's bytes follow the head on the wire
+};
+
+class Router {
+public:
+    /// /-/ready says 503 once `*draining` is true.
+    Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options = {},
+           const bool* draining = nullptr);
+
+    /// Counts every response into `slot`; handler calls are timed and marked there for the
+    /// watchdog; /-/status and /metrics report `shared`; quarantined versions answer 503.
+    void attach_stats(SharedStats& shared, LoopSlot& slot);
+
+    /// Appends the response to `request` to `out`.
+    Routed respond(const HttpRequest& request, const RequestContext& context, std::string& out);
+
+private:
+    HttpStatus route(Exchange& exchange, StaticFiles::File& body_file);
+    /// Sets exchange.path from the request-target; false (400 sent) if the target is malformed.
+    bool check_target(Exchange& exchange, std::string_view& query);
+
+    const HandlerTable& handlers_;
+    const StaticFiles& www_;
+    DateCache& date_;
+    BuiltinEndpoints builtin_;
+    HandlerCall call_;
+    std::string decoded_path_;
+    SharedStats* shared_ = nullptr;
+    LoopSlot* slot_ = nullptr;
+};
+
+} // namespace cspd

@@ -1,0 +1,222 @@
+#include "routing/status_report.hpp"
+
+#include "stats/quarantine_list.hpp"
+#include "stats/shared_stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <string_view>
+
+namespace cspd {
+namespace {
+
+const char* const kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+
+/// One handler name, summed over the slots that know it.
+struct HandlerSummary {
+    VersionInfo newest{};  // the most recently loaded version any loop reports
+    bool live = false;
+    std::string refusal;
+    std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0,
+                  refusals = 0, crashes = 0;
+    bool quarantined = false;
+};
+
+struct Summary {
+    std::uint64_t requests[5]{}, open_connections = 0, accepted = 0;
+    std::map<std::string, HandlerSummary, std::less<>> handlers;
+};
+
+Summary summarize(const SharedStats& stats) {
+    Summary sum;
+    const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
+    for (unsigned s = 0; s < slots; ++s) {
+        const LoopSlot& slot = stats.slots[s];
+        for (unsigned c = 0; c < 5; ++c) sum.requests[c] += read(slot.requests[c]);
+        sum.accepted += read(slot.accepted_connections);
+        // A dead worker's connections are gone; its counters stay (they are history).
+        if (slot.pid.load(std::memory_order_relaxed) != 0) sum.open_connections += read(slot.open_connections);
+        for (const HandlerStats& entry : slot.handlers) {
+            if (entry.in_use.load(std::memory_order_acquire) == 0) break;  // claimed in order
+            const VersionInfo info = snapshot(entry.info);
+            HandlerSummary& h = sum.handlers[info.name];
+            if (info.live && (!h.live || info.loaded_unix_ms > h.newest.loaded_unix_ms)) h.newest = info;
+            if (!info.live && !h.live && info.refusal[0]) h.newest = info;
+            h.live = h.live || info.live;
+            if (info.refusal[0]) h.refusal = info.refusal;
+            for (unsigned c = 0; c < 5; ++c) h.requests[c] += read(entry.requests[c]);
+            for (unsigned b = 0; b < kLatencyBuckets; ++b) h.latency[b] += read(entry.latency[b]);
+            h.errors += read(entry.errors);
+            h.latency_sum_ns += read(entry.latency_sum_ns);
+            h.loads += read(entry.loads);
+            h.refusals += read(entry.refusals);
+        }
+    }
+    for (const CrashCount& crash : stats.crashes) {
+        if (!crash.name[0]) break;
+        sum.handlers[crash.name].crashes += read(crash.crashes);
+    }
+    for (auto& [name, h] : sum.handlers)
+        h.quarantined = h.live && is_quarantined(stats, name, h.newest.size, h.newest.content_hash);
+    return sum;
+}
+
+const char* state_of(const HandlerSummary& h) {
+    if (h.quarantined) return "quarantined";
+    if (h.live) return "live";
+    if (!h.refusal.empty()) return "refused";
+    return "removed";
+}
+
+std::string hex(std::uint64_t value) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016" PRIx64, value);
+    return text;
+}
+
+/// Label values are handler names ([A-Za-z0-9_-]); escaped anyway, as the format requires.
+std::string label(std::string_view value) {
+    std::string out;
+    for (char c : value) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+void family(std::string& out, const char* name, const char* type, const char* help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.17g", value);
+    out.append(name);
+    if (!labels.empty()) out.append("{").append(labels).append("}");
+    out.append(" ").append(number).append("\n");
+}
+
+} // namespace
+
+std::string render_metrics(const SharedStats& stats) {
+    const Summary sum = summarize(stats);
+    std::string out;
+    out.reserve(4096 + sum.handlers.size() * 2048);
+
+    family(out, "cspd_requests_total", "counter", "Responses sent, by status class (handlers, static files, errors).");
+    for (unsigned c = 0; c < 5; ++c)
+        sample(out, "cspd_requests_total", std::string("code=\"") + kClasses[c] + "\"", double(sum.requests[c]));
+    family(out, "cspd_open_connections", "gauge", "Client connections open now.");
+    sample(out, "cspd_open_connections", "", double(sum.open_connections));
+    family(out, "cspd_connections_total", "counter", "Client connections accepted.");
+    sample(out, "cspd_connections_total", "", double(sum.accepted));
+
+    unsigned workers = 0;
+    const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
+    for (unsigned s = 0; s < slots; ++s) workers += stats.slots[s].pid.load(std::memory_order_relaxed) != 0;
+    family(out, "cspd_event_loops", "gauge", "Event loops running now, over all worker processes.");
+    sample(out, "cspd_event_loops", "", workers);
+    family(out, "cspd_worker_restarts_total", "counter", "Worker processes the master replaced.");
+    sample(out, "cspd_worker_restarts_total", "", double(read(stats.worker_restarts)));
+    family(out, "cspd_start_time_seconds", "gauge", "When the server started, Unix time.");
+    sample(out, "cspd_start_time_seconds", "", double(stats.started_unix_ms) / 1000.0);
+
+    family(out, "cspd_handler_requests_total", "counter", "Handler calls, by handler and status class.");
+    for (const auto& [name, h] : sum.handlers)
+        for (unsigned c = 0; c < 5; ++c)
+            if (h.requests[c] || c == 1)
+                sample(out, "cspd_handler_requests_total",
+                       "handler=\"" + label(name) + "\",code=\"" + kClasses[c] + "\"", double(h.requests[c]));
+    family(out, "cspd_handler_errors_total", "counter", "Handler calls that threw or returned no valid status (answered 500).");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_errors_total", "handler=\"" + label(name) + "\"", double(h.errors));
+    family(out, "cspd_handler_duration_seconds", "histogram", "Time spent in the handler, per call.");
+    for (const auto& [name, h] : sum.handlers) {
+        const std::string base = "handler=\"" + label(name) + "\"";
+        std::uint64_t cumulative = 0;
+        for (unsigned b = 0; b < kLatencyBuckets; ++b) {
+            cumulative += h.latency[b];
+            char le[32];
+            if (b < std::size(kLatencyBounds)) std::snprintf(le, sizeof le, "%g", kLatencyBounds[b]);
+            else std::snprintf(le, sizeof le, "+Inf");
+            sample(out, "cspd_handler_duration_seconds_bucket", base + ",le=\"" + le + "\"", double(cumulative));
+        }
+        sample(out, "cspd_handler_duration_seconds_sum", base, double(h.latency_sum_ns) * 1e-9);
+        sample(out, "cspd_handler_duration_seconds_count", base, double(cumulative));
+    }
+    family(out, "cspd_handler_loads_total", "counter", "Handler versions loaded (each worker process loads its own).");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_loads_total", "handler=\"" + label(name) + "\"", double(h.loads));
+    family(out, "cspd_handler_refusals_total", "counter", "Handler files refused (each worker process checks its own).");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_refusals_total", "handler=\"" + label(name) + "\"", double(h.refusals));
+    family(out, "cspd_handler_crashes_total", "counter", "Worker processes lost to a crash or watchdog in this handler.");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_crashes_total", "handler=\"" + label(name) + "\"", double(h.crashes));
+    family(out, "cspd_handler_quarantined", "gauge", "1 while the live version of this handler is quarantined.");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_quarantined", "handler=\"" + label(name) + "\"", h.quarantined ? 1 : 0);
+    return out;
+}
+
+std::string render_status(const SharedStats& stats) {
+    const Summary sum = summarize(stats);
+    nlohmann::ordered_json doc;
+    doc["started_unix_ms"] = stats.started_unix_ms;
+    doc["requests"] = nlohmann::ordered_json::object();
+    for (unsigned c = 0; c < 5; ++c) doc["requests"][kClasses[c]] = sum.requests[c];
+    doc["open_connections"] = sum.open_connections;
+    doc["connections_total"] = sum.accepted;
+    doc["worker_restarts"] = read(stats.worker_restarts);
+
+    auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
+    for (const auto& [name, h] : sum.handlers) {
+        nlohmann::ordered_json item;
+        item["name"] = name;
+        item["state"] = state_of(h);
+        if (h.live) {
+            item["version"] = {{"size", h.newest.size},
+                               {"mtime_ns", h.newest.mtime_ns},
+                               {"fnv1a64", hex(h.newest.content_hash)},
+                               {"loaded_unix_ms", h.newest.loaded_unix_ms}};
+        }
+        if (!h.refusal.empty()) item["last_refusal"] = h.refusal;
+        std::uint64_t requests = 0;
+        for (auto count : h.requests) requests += count;
+        item["requests"] = requests;
+        item["errors"] = h.errors;
+        item["server_errors"] = h.requests[4];
+        item["crashes"] = h.crashes;
+        item["loads"] = h.loads;
+        item["refusals"] = h.refusals;
+        handlers.push_back(std::move(item));
+    }
+
+    auto& workers = doc["workers"] = nlohmann::ordered_json::array();
+    const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
+    for (unsigned s = 0; s < slots; ++s) {
+        const LoopSlot& slot = stats.slots[s];
+        std::uint64_t requests = 0;
+        for (const auto& count : slot.requests) requests += read(count);
+        const std::int32_t pid = slot.pid.load(std::memory_order_relaxed);
+        workers.push_back({{"slot", s},
+                           {"pid", pid},
+                           {"state", pid ? "running" : "restarting"},
+                           {"started_unix_ms", slot.started_unix_ms.load(std::memory_order_relaxed)},
+                           {"restarts", slot.restarts.load(std::memory_order_relaxed)},
+                           {"open_connections", pid ? read(slot.open_connections) : 0},
+                           {"requests", requests}});
+    }
+    // Refusal reasons hold paths, which may be any bytes: replace what is not UTF-8 rather than throw.
+    return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+} // namespace cspd

@@ -1,0 +1,347 @@
+#include "serving/connection.hpp"
+
+#include "common/crash_context.hpp"
+#include "http/response.hpp"
+#include "serving/loop_context.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace cspd {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+// Parsing pauses once this much output waits, and resumes when it is written:
+// a client that pipelines without reading cannot make us buffer without bound.
+constexpr std::size_t kOutputHighWater = 256 * 1024;
+// The loop's output buffer is given back after a reply that made it larger than this.
+constexpr std::size_t kKeepLoopOutput = 256 * 1024;
+// A client that stops reading our response is dropped after this.
+constexpr std::uint32_t kWriteTimeoutS = 30;
+// After an error response, unread input is drained this long before closing, so the
+// kernel does not answer it with a reset that could destroy the response in flight.
+constexpr std::uint32_t kLingerS = 2;
+} // namespace
+
+Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
+    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io.get_executor()),
+      parser_(ParseLimits{loop.limits.max_head_bytes, loop.limits.max_body_bytes}) {
+    loop_.connections.attach(this);
+    std::string text = peer.address().to_string();
+    text.copy(address_, sizeof address_ - 1);
+    port_ = peer.port();
+    status_port_ = status_port;
+}
+
+Connection::~Connection() {
+    if (!socket_.is_open() && fd_ >= 0) ::close(fd_);
+    release_buffer();
+    loop_.connections.detach(this);
+}
+
+void Connection::start() {
+    last_request_ = last_read_ = last_write_ = loop_.now;
+    read_now();
+}
+
+bool Connection::ensure_registered() {
+    if (socket_.is_open()) return true;
+    boost::system::error_code ec;
+    socket_.assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
+    if (ec) {
+        spdlog::warn("client {}:{}: cannot watch the connection: {}", address_, port_, ec.message());
+        close();
+        return false;
+    }
+    return true;
+}
+
+bool Connection::ensure_buffer() {
+    if (buffer_) return true;
+    buffer_ = loop_.buffers.acquire();
+    if (buffer_) return true;
+    spdlog::error("client {}:{}: no memory for a read buffer; closing", address_, port_);
+    close();
+    return false;
+}
+
+void Connection::read_now() {
+    // With TCP_DEFER_ACCEPT the request has usually arrived with the connection: no wait needed.
+    if (!ensure_buffer()) return;
+    state_ = State::reading;
+    ssize_t n;
+    do {
+        n = ::recv(fd_, buffer_, BufferPool::kBufferSize, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        read();
+        return;
+    }
+    if (n <= 0) {
+        close();
+        return;
+    }
+    last_read_ = loop_.now;
+    process({buffer_, static_cast<std::size_t>(n)});
+}
+
+void Connection::read() {
+    if (!ensure_registered() || !ensure_buffer()) return;
+    state_ = State::reading;
+    socket_.async_read_some(asio::buffer(buffer_, BufferPool::kBufferSize),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->on_read(ec, n);
+                            });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
+    if (state_ == State::closed) return;
+    if (ec == asio::error::operation_aborted && park_requested_) {
+        park_requested_ = false;
+        park();
+        return;
+    }
+    if (ec) {
+        // EOF or reset: nothing is owed to a client that has gone (we never read while output is pending).
+        close();
+        return;
+    }
+    park_requested_ = false;
+    last_read_ = loop_.now;
+    process({buffer_, n});
+}
+
+void Connection::park() {
+    release_buffer();
+    parser_.release_memory();
+    queued_.release_memory();
+    state_ = State::parked;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_wake();
+    });
+}
+
+void Connection::on_wake() {
+    if (state_ == State::parked) read_now();
+}
+
+void Connection::process(std::string_view input) {
+    const bool was_mid_request = parser_.mid_request();
+    HttpParser::Status status = parser_.feed(input, *this);
+    if (status == HttpParser::Status::paused) {
+        // Output is at its high-water mark: keep the rest until it has been written.
+        pending_input_.assign(input.substr(parser_.consumed()));
+        parser_.resume();
+    } else if (status == HttpParser::Status::stopped) {
+        // Bytes after a "Connection: close" request: drain them before closing.
+        if (parser_.consumed() < input.size()) linger_on_close_ = true;
+    } else if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
+        on_parse_failure(status);
+    }
+    if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now;
+    send_output();
+}
+
+void Connection::send_output() {
+    // Responses were built in the loop's output buffer. Usually they all go at once and this
+    // connection never holds an output buffer of its own; what the socket does not take is queued.
+    std::string& out = loop_.output;
+    const OutputQueue::Written written = queued_.send(fd_, out);
+    out.clear();
+    if (out.capacity() > kKeepLoopOutput) std::string().swap(out);
+    if (after_write(written)) resume();
+}
+
+std::size_t Connection::pending_output() const { return queued_.size() + loop_.output.size(); }
+
+SinkAction Connection::on_request(const HttpRequest& request) {
+    // Only whole requests count as activity: stray bytes (bare CRLFs) must not keep a connection open.
+    last_request_ = loop_.now;
+    const RequestContext context{ClientInfo{address_, port_, status_port_}, request.keep_alive && !loop_.draining};
+    std::string& out = loop_.output;
+    // A crash sends this client what is built for it and a 500 -- only when nothing older is still
+    // queued (unsent leftovers, a file being streamed), which the 500 would overtake.
+    struct ForgetCrashClient {
+        ~ForgetCrashClient() { set_crash_client(-1, false); }
+    } forget;
+    if (queued_.empty()) set_crash_client(fd_, request.head, &out);
+    Routed routed = loop_.router.respond(request, context, out);
+    if (routed.body_file.is_open()) {
+        // What is in the output so far goes first, then the file; later responses queue behind them.
+        queued_.append_file(out, std::move(routed.body_file));
+        out.clear();
+    }
+    if (!context.keep_alive || routed.close_after) {
+        closing_ = true;
+        return SinkAction::stop;
+    }
+    return pending_output() >= kOutputHighWater ? SinkAction::pause : SinkAction::proceed;
+}
+
+void Connection::on_continue_expected() { loop_.output.append("HTTP/1.1 100 Continue\r\n\r\n"); }
+
+void Connection::on_parse_failure(HttpParser::Status status) {
+    HttpStatus code = HttpStatus::bad_request;
+    switch (status) {
+    case HttpParser::Status::head_too_large: code = HttpStatus::header_fields_too_large; break;
+    case HttpParser::Status::uri_too_long: code = HttpStatus::uri_too_long; break;
+    case HttpParser::Status::bad_version: code = HttpStatus::http_version_not_supported; break;
+    case HttpParser::Status::body_too_large: code = HttpStatus::content_too_large; break;
+    case HttpParser::Status::upgrade:
+        // The request before the upgrade was answered; we speak no other protocol.
+        closing_ = true;
+        return;
+    default:
+        spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason());
+        break;
+    }
+    append_error(loop_.output, code, loop_.date.now(), false, false);
+    closing_ = true;
+    linger_on_close_ = true;  // the client may still be sending (a refused body, say)
+}
+
+bool Connection::after_write(OutputQueue::Written written) {
+    if (written.bytes > 0) last_write_ = loop_.now;
+    switch (written.progress) {
+    case OutputQueue::Progress::done:
+        return true;
+    case OutputQueue::Progress::would_block:
+        wait_writable();
+        return false;
+    case OutputQueue::Progress::file_shrank:
+        spdlog::warn("client {}:{}: static file shrank while being sent; closing", address_, port_);
+        break;
+    case OutputQueue::Progress::failed:
+        break;
+    }
+    close();
+    return false;
+}
+
+void Connection::flush() {
+    if (state_ == State::closed) return;
+    if (after_write(queued_.write_to(fd_))) resume();
+}
+
+void Connection::wait_writable() {
+    if (!ensure_registered()) return;
+    state_ = State::writing;
+    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->flush();
+    });
+}
+
+void Connection::resume() {
+    if (closing_ || (loop_.draining && !parser_.mid_request() && pending_input_.empty())) {
+        linger();
+        return;
+    }
+    if (!pending_input_.empty()) {
+        std::string input = std::move(pending_input_);
+        pending_input_.clear();
+        state_ = State::reading;
+        process(input);  // may pause again, stashing what is left
+        return;
+    }
+    read();
+}
+
+void Connection::linger() {
+    release_buffer();
+    if (!linger_on_close_) {
+        // Nothing unread is expected from the client: close at once, as nginx does.
+        close();
+        return;
+    }
+    if (::shutdown(fd_, SHUT_WR) != 0 || !ensure_registered()) {
+        close();
+        return;
+    }
+    state_ = State::lingering;
+    last_write_ = loop_.now;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
+        if (!ec2) self->on_linger_readable();
+    });
+}
+
+void Connection::on_linger_readable() {
+    char discard[4096];
+    for (;;) {
+        ssize_t n = ::recv(fd_, discard, sizeof discard, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        close();  // EOF: the client has seen our close; or an error
+        return;
+    }
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_linger_readable();
+    });
+}
+
+void Connection::on_drain() {
+    // A request that has already reached the socket was sent to a server that looked open:
+    // answer it (with Connection: close) rather than drop it. Only a truly idle connection closes now.
+    int unread = 0;
+    if (idle() && (::ioctl(socket_.native_handle(), FIONREAD, &unread) != 0 || unread == 0)) close();
+}
+
+void Connection::on_tick(std::uint32_t now) {
+    const ConnectionLimits& config = loop_.limits;
+    switch (state_) {
+    case State::reading:
+    case State::parked:
+        if (parser_.in_body()) {
+            if (now - last_read_ >= config.header_timeout_s) close();  // the body stalled
+        } else if (parser_.mid_request()) {
+            if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
+        } else if (now - std::max(last_request_, last_write_) >= config.keepalive_timeout_s) {
+            // Idle since the last request or the end of its response, whichever came later.
+            close();
+        } else if (state_ == State::reading && now - last_read_ >= 2 && !park_requested_) {
+            // Quiet for a whole second: hand the buffer back. The cancelled read completes with
+            // operation_aborted and parks (or brings data that arrived meanwhile).
+            park_requested_ = true;
+            boost::system::error_code ec;
+            socket_.cancel(ec);
+        }
+        break;
+    case State::writing:
+        if (now - last_write_ >= kWriteTimeoutS) close();
+        break;
+    case State::lingering:
+        if (now - last_write_ >= kLingerS) close();
+        break;
+    case State::closed:
+        break;
+    }
+}
+
+void Connection::release_buffer() {
+    if (buffer_) {
+        loop_.buffers.release(buffer_);
+        buffer_ = nullptr;
+    }
+}
+
+void Connection::close() {
+    if (state_ == State::closed) return;
+    state_ = State::closed;
+    if (socket_.is_open()) {
+        boost::system::error_code ec;
+        socket_.close(ec);
+    } else {
+        ::close(fd_);
+    }
+    fd_ = -1;
+}
+
+} // namespace cspd

@@ -1,0 +1,119 @@
+// One client connection: read -> parse -> route -> write, keep-alive and
+// pipelining (responses leave in request order, a whole read's worth in one
+// write), timeouts via the loop's tick.
+//
+// Reads: a busy connection keeps an async read pending into a buffer lent by
+// its loop; one idle for a tick gives the buffer back and waits for readability
+// alone, so idle connections hold no buffer.
+//
+// Lifetime: shared_ptr. Every pending async operation holds `self`; the object
+// dies when none does. The loop's ConnectionList only points at it.
+#pragma once
+
+#include "http/parser.hpp"
+#include "http/status.hpp"
+#include "serving/connection_list.hpp"
+#include "serving/output_queue.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <vector>
+#include <memory>
+#include <string>
+
+namespace cspd {
+
+struct LoopContext;
+
+class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink {
+public:
+    /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
+    /// when it first has to wait: a request that is already there is answered without that.
+    /// `status_port`: accepted on --status-listen, where /-/status and /metrics are served.
+    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port = false);
+    ~Connection();
+
+    void start();
+    /// Loop is draining: close now if idle, else after the response in progress.
+    void on_drain();
+    /// Once a second: enforce timeouts, park idle connections.
+    void on_tick(std::uint32_t now);
+    /// Closes the socket; pending operations complete with operation_aborted.
+    void close();
+
+    Connection* prev = nullptr;  // ConnectionList's links
+
+    Connection* next = nullptr;
+
+private:
+    enum class State : std::uint8_t {
+        reading,    ///< async read pending into buffer_
+        parked,     ///< idle: waiting for readability, no buffer
+        writing,    ///< output waits for the socket to drain
+        lingering,  ///< final response sent, reading and discarding until EOF
+        closed,
+    };
+
+    SinkAction on_request(const HttpRequest& request) override;
+    void on_continue_expected() override;
+
+    void read();
+    void read_now();
+    bool ensure_registered();
+    void on_read(const boost::system::error_code& ec, std::size_t n);
+    void park();
+    void on_wake();
+    void process(std::string_view input);
+    void on_parse_failure(HttpParser::Status status);
+    bool ensure_buffer();
+    void send_output();
+    void flush();
+    /// After a write: wait for room, go on, or close; false if the connection closed.
+    bool after_write(OutputQueue::Written written);
+    void wait_writable();
+    /// All output written: go on reading, or close.
+    void resume();
+    void linger();
+    void on_linger_readable();
+    void release_buffer();
+    std::size_t pending_output() const;
+    bool idle() const {
+        return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 &&
+               !parser_.mid_request() && pending_input_.empty();
+    }
+
+    LoopContext& loop_;
+    int fd_;
+    bool ipv6_;
+    // The io_context's own executor type: 8 bytes where any_io_executor takes 48, in every connection.
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type> socket_;  // owns fd_ once registered
+    HttpParser parser_;
+    char* buffer_ = nullptr;        // lent by the loop while reading
+    std::string pending_input_;     // bytes read but not parsed yet (after a pause)
+    OutputQueue queued_;            // what the socket has not taken yet (usually nothing)
+    State state_ = State::reading;
+    bool closing_ = false;          // close once output is written
+    bool park_requested_ = false;   // the pending read was cancelled to park
+    bool linger_on_close_ = false;  // unread input may follow: drain before closing
+    // Loop-tick timestamps (seconds) for the timeouts in on_tick.
+    std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
+    std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
+    std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
+    std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
+    char address_[46] = {};         // INET6_ADDRSTRLEN
+    unsigned short port_ = 0;
+    bool status_port_ = false;
+};
+
+template <class Visit>
+void ConnectionList::for_each(Visit&& visit) {
+    for (Connection* c = head_; c;) {
+        Connection* next = c->next;  // `visit` may unlink c
+        visit(*c);
+        c = next;
+    }
+}
+
+} // namespace cspd

@@ -1,0 +1,83 @@
+// One event loop: an io_context run by one thread, its acceptors, its own handler
+// table, router, date cache, read buffers and connections. Shared nothing with other
+// loops; the only way in from outside is post(). Connections see only its LoopContext.
+#pragma once
+
+#include "handler/table.hpp"
+#include "http/date_cache.hpp"
+#include "routing/router.hpp"
+#include "serving/acceptor.hpp"
+#include "serving/buffer_pool.hpp"
+#include "serving/connection_list.hpp"
+#include "serving/loop_context.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <functional>
+
+namespace cspd {
+
+class StaticFiles;
+struct LoopSlot;
+struct SharedStats;
+
+struct LoopOptions {
+    ConnectionLimits connection;
+    BuiltinOptions routing;
+    std::size_t max_connections = 10000;  ///< this loop's share of --max-connections
+};
+
+class EventLoop {
+public:
+    EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www);
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    /// Takes over a listening socket (see open_listener); the loop closes it when it drains.
+    void adopt_listener(int fd);
+    /// Takes over the --status-listen socket: its connections may ask for /-/status and /metrics.
+    void adopt_status_listener(int fd);
+    /// Counts into `slot` of the shared counters; `shared` also answers /metrics and /-/status.
+    void attach_stats(SharedStats& shared, LoopSlot& slot);
+
+    /// Runs until stop(), or until drained. Call from the loop's own thread.
+    void run();
+
+    /// Thread-safe: runs `fn` on this loop's thread.
+    void post(std::function<void()> fn);
+    /// Thread-safe: stop accepting; close idle connections; finish the rest.
+    void begin_drain();
+    /// Thread-safe: stop now, whatever is in flight.
+    void stop();
+
+    /// This loop's live handlers: loop thread only (updates arrive through post()).
+    HandlerTable& handlers() { return handlers_; }
+
+private:
+    /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
+    void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port);
+    void refuse_overload(int fd);
+    void tick();
+
+    unsigned index_;
+    std::size_t connection_limit_;
+    // Sockets and timers are touched only by this loop's thread; only post() comes from others.
+    boost::asio::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+    HandlerTable handlers_;
+    DateCache date_;
+    BufferPool buffers_;
+    ConnectionList connections_;
+    Router router_;  // reads context_.draining for /-/ready
+    LoopContext context_;
+    Acceptor acceptor_;
+    Acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
+    boost::asio::steady_timer tick_timer_;
+    std::uint32_t last_overload_log_ = ~0u;
+    bool taking_backlog_ = false;  // the drain takes the backlog: an empty list does not end the loop yet
+    LoopSlot* slot_ = nullptr;
+};
+
+} // namespace cspd

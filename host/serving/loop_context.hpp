@@ -1,0 +1,41 @@
+// What a connection may use of the event loop it lives on -- the reactor, the router,
+// the read buffers, the clock of ticks -- and nothing else: a Connection never sees the
+// EventLoop. Loop thread only.
+#pragma once
+
+#include "http/date_cache.hpp"
+#include "routing/router.hpp"
+#include "serving/buffer_pool.hpp"
+#include "serving/connection_list.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cspd {
+
+/// What the command line says about each connection.
+struct ConnectionLimits {
+    std::size_t max_head_bytes = 8 * 1024;
+    std::size_t max_body_bytes = 1024 * 1024;
+    unsigned keepalive_timeout_s = 15;
+    unsigned header_timeout_s = 10;
+};
+
+struct LoopContext {
+    boost::asio::io_context& io;
+    ConnectionLimits limits;
+    Router& router;
+    DateCache& date;
+    BufferPool& buffers;
+    ConnectionList& connections;
+    /// Where a connection builds its responses while it processes one read; empty between reads.
+    std::string output;
+    bool draining = false;
+    /// Seconds since the loop started, advanced by the once-a-second tick.
+    std::uint32_t now = 0;
+};
+
+} // namespace cspd

@@ -1,0 +1,18 @@
+// The quarantine list in the shared counters: handler versions (name, size, hash) fenced
+// off after crashing too often. The master is its only writer; every event loop reads it.
+#pragma once
+
+#include "stats/shared_stats.hpp"
+
+#include <cstdint>
+#include <string_view>
+
+namespace cspd {
+
+/// Adds a version (the master only); when the list is full the oldest entry makes room.
+void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept;
+
+/// True if (name, size, hash) is in the list. One relaxed load while the list is empty.
+bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept;
+
+} // namespace cspd

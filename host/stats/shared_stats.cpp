@@ -1,0 +1,78 @@
+#include "stats/shared_stats.hpp"
+
+#include "common/clocks.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <stdexcept>
+#include <utility>
+#include <system_error>
+
+namespace cspd {
+namespace {
+constexpr std::uint32_t kMagic = 0x63737064;  // "cspd"
+
+SharedStats* map_segment(int fd) {
+    void* memory = ::mmap(nullptr, sizeof(SharedStats), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "mmap of the shared counters");
+    return static_cast<SharedStats*>(memory);
+}
+} // namespace
+
+SharedStatsMapping SharedStatsMapping::create() {
+    // Close-on-exec: workers get it by an explicit dup2 at spawn, nothing else inherits it.
+    UniqueFd fd(::memfd_create("cspd-stats", MFD_CLOEXEC));
+    if (!fd) throw std::system_error(errno, std::system_category(), "memfd_create");
+    if (::ftruncate(fd.get(), sizeof(SharedStats)) != 0)
+        throw std::system_error(errno, std::system_category(), "sizing the shared counters");
+    SharedStats* stats = map_segment(fd.get());
+    // The pages are zero (every atomic's initial value); construct to begin their lifetime.
+    new (stats) SharedStats();
+    stats->magic = kMagic;
+    stats->started_unix_ms = unix_now_ms();
+    return SharedStatsMapping(std::move(fd), stats);
+}
+
+SharedStatsMapping SharedStatsMapping::attach(int fd) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // inherited by this worker only, not by what it starts (a compiler)
+    SharedStats* stats = map_segment(fd);
+    if (stats->magic != kMagic) {
+        ::munmap(stats, sizeof(SharedStats));
+        throw std::runtime_error("descriptor " + std::to_string(fd) + " is not cspd's shared counters");
+    }
+    return SharedStatsMapping(UniqueFd(fd), stats);
+}
+
+SharedStatsMapping::SharedStatsMapping(SharedStatsMapping&& other) noexcept
+    : fd_(std::move(other.fd_)), stats_(std::exchange(other.stats_, nullptr)) {}
+
+SharedStatsMapping::~SharedStatsMapping() {
+    if (stats_) ::munmap(stats_, sizeof(SharedStats));
+}
+
+void copy_text(char* field, std::size_t field_size, std::string_view text) noexcept {
+    const std::size_t n = std::min(text.size(), field_size - 1);
+    std::memcpy(field, text.data(), n);
+    field[n] = '\0';
+}
+
+HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept {
+    if (name.empty() || name.size() >= kStatsNameBytes) return nullptr;
+    for (HandlerStats& entry : slot.handlers) {
+        if (entry.in_use.load(std::memory_order_acquire) == 0) {
+            // Only this slot's loop claims entries: no race between claimers.
+            entry.info.write([&](VersionInfo& info) { copy_text(info.name, sizeof info.name, name); });
+            entry.in_use.store(1, std::memory_order_release);
+            return &entry;
+        }
+        if (std::string_view(entry.info.writer_view().name) == name) return &entry;
+    }
+    return nullptr;
+}
+
+} // namespace cspd

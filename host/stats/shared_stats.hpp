@@ -1,0 +1,144 @@
+// Counters and supervision state shared by the master and its workers: one memfd that
+// every process maps MAP_SHARED. Each event loop owns one slot and is its only writer,
+// so a counter update is a relaxed load and store (no locked instruction on the request
+// path); readers (/metrics, /-/status, the master's watchdog) sum the slots. The master
+// alone writes the worker bookkeeping, the crash counts and the quarantine list.
+#pragma once
+
+#include "common/seqlock.hpp"
+#include "common/unique_fd.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace cspd {
+
+inline constexpr unsigned kMaxSlots = 64;            ///< event loops over all processes
+inline constexpr unsigned kMaxTrackedHandlers = 128;  ///< handler names with their own counters, per slot
+inline constexpr unsigned kMaxQuarantined = 32;
+inline constexpr std::size_t kStatsNameBytes = 128;  ///< longer handler names are served but not tracked
+
+using Counter = std::atomic<std::uint64_t>;
+static_assert(Counter::is_always_lock_free, "counters are shared between processes");
+
+/// One writer per counter: no read-modify-write instruction needed.
+inline void bump(Counter& counter, std::uint64_t by = 1) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+inline std::uint64_t read(const Counter& counter) noexcept { return counter.load(std::memory_order_relaxed); }
+
+/// Upper bounds of the handler latency histogram, seconds (Prometheus "le"); +Inf is implied.
+inline constexpr double kLatencyBounds[] = {0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005,
+                                            0.01,    0.05,    0.1,    0.5,    1,     5};
+inline constexpr unsigned kLatencyBuckets = std::size(kLatencyBounds) + 1;
+
+/// "2xx" etc.: index 0 for 1xx … 4 for 5xx.
+inline unsigned status_class(unsigned status) noexcept { return status >= 100 && status <= 599 ? status / 100 - 1 : 4; }
+
+/// What a loop knows of one handler's file. Written under a sequence lock, so that
+/// readers in other processes never see half of an update.
+struct VersionInfo {
+    char name[kStatsNameBytes]{};
+    std::uint64_t sequence = 0, size = 0, content_hash = 0;
+    std::int64_t mtime_ns = 0, loaded_unix_ms = 0;
+    bool live = false;                 // a version is installed (else removed, or only ever refused)
+    char refusal[192]{};               // the last refusal's reason, if any
+};
+
+/// One handler name as seen by one event loop.
+struct HandlerStats {
+    std::atomic<std::uint32_t> in_use{0};  // set once the name is written
+    Seqlock<VersionInfo> info;
+    Counter requests[5];                   // by status class
+    Counter errors;                        // threw, or returned no valid status
+    Counter latency[kLatencyBuckets];      // handler time, by kLatencyBounds
+    Counter latency_sum_ns;
+    Counter loads, refusals;               // bumped by one loop per process
+};
+
+/// One event loop: its process, its counters, what it is running right now.
+struct LoopSlot {
+    // Written by the master (or by the process itself in single-process mode).
+    std::atomic<std::int32_t> pid{0};
+    std::atomic<std::int64_t> started_unix_ms{0};
+    std::atomic<std::uint32_t> restarts{0};
+    // Written by the loop.
+    std::atomic<std::int32_t> thread_id{0};
+    std::atomic<std::int64_t> handler_started_ns{0};  // CLOCK_MONOTONIC(_COARSE); 0 when no handler runs
+    std::atomic<std::uint32_t> running_handler{0};    // index + 1 into handlers[]
+    std::atomic<std::uint32_t> ready{0};              // 1 once the first handler scan is done
+    std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
+    std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
+    std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
+    Counter open_connections, accepted_connections;
+    Counter requests[5];                               // every response, by status class
+    HandlerStats handlers[kMaxTrackedHandlers];
+};
+
+/// A handler version fenced off after crashing too often.
+struct QuarantineEntry {
+    char name[kStatsNameBytes]{};
+    std::uint64_t size = 0, content_hash = 0;
+    std::int64_t since_unix_ms = 0;
+};
+
+struct CrashCount {
+    char name[kStatsNameBytes]{};
+    Counter crashes;
+};
+
+struct QuarantineList {
+    std::uint32_t count = 0;
+    QuarantineEntry entries[kMaxQuarantined];
+};
+
+struct SharedStats {
+    std::uint32_t magic = 0;
+    std::int64_t started_unix_ms = 0;
+    std::atomic<std::uint32_t> slot_count{0};
+    Counter worker_restarts;
+    Seqlock<QuarantineList> quarantine;           // written by the master (stats/quarantine_list)
+    std::atomic<std::uint32_t> quarantined{0};    // its count, so that the request path checks one word
+    CrashCount crashes[kMaxTrackedHandlers];
+    LoopSlot slots[kMaxSlots];
+};
+
+/// The mapped segment. Created by the master (or the single process), inherited by workers as a descriptor.
+class SharedStatsMapping {
+public:
+    /// Creates a new zeroed segment. Throws on failure.
+    static SharedStatsMapping create();
+    /// Maps a segment handed down by the master. Throws on failure.
+    static SharedStatsMapping attach(int fd);
+
+    SharedStatsMapping(SharedStatsMapping&& other) noexcept;
+    SharedStatsMapping& operator=(SharedStatsMapping&&) = delete;
+    ~SharedStatsMapping();
+
+    SharedStats& stats() const { return *stats_; }
+    int fd() const { return fd_.get(); }
+
+private:
+    SharedStatsMapping(UniqueFd fd, SharedStats* stats) : fd_(std::move(fd)), stats_(stats) {}
+    UniqueFd fd_;
+    SharedStats* stats_ = nullptr;
+};
+
+/// Copies `text` into a fixed field, cut to fit and NUL-terminated.
+void copy_text(char* field, std::size_t field_size, std::string_view text) noexcept;
+
+/// The slot's entry for `name`, claimed if new; null if the name is too long or the table is full.
+HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept;
+
+/// A consistent copy of a handler's version info, its texts NUL-terminated whatever a dying writer left.
+inline VersionInfo snapshot(const Seqlock<VersionInfo>& info) noexcept {
+    VersionInfo copy = info.read();
+    copy.name[sizeof copy.name - 1] = copy.refusal[sizeof copy.refusal - 1] = '\0';
+    return copy;
+}
+
+} // namespace cspd
