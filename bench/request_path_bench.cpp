@@ -13,7 +13,7 @@
 
 namespace {
 
-struct Pipeline : cspd::RequestSink {
+struct Pipeline final : cspd::RequestSink {
     cspd::HandlerTable table;
     std::unique_ptr<cspd::StaticFiles> www;
     cspd::DateCache date;

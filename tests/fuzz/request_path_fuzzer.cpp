@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::string_view kSecret = "outside-www-7f3a9c";
 
-struct Harness : cspd::RequestSink {
+struct Harness final : cspd::RequestSink {
     std::string_view input;  // the input being run
     std::filesystem::path dir;
     std::unique_ptr<cspd::HandlerLoader> loader;

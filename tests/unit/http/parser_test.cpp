@@ -16,7 +16,7 @@ struct Seen {
     std::size_t header_count = 0;
 };
 
-struct Collector : RequestSink {
+struct Collector final : RequestSink {
     std::vector<Seen> requests;
     std::size_t stop_after = SIZE_MAX;
     bool pause_each = false;
