@@ -129,9 +129,9 @@ def static_tree(work):
 
 
 class Cspd(Server):
-    def __init__(self, port, work, binary, handlers):
-        super().__init__("cspd", port, work, "master + 1 worker process with 1 event loop (--workers 1), "
-                         "handlers hello.so and xpng.so")
+    def __init__(self, port, work, binary, handlers, name="cspd"):
+        super().__init__(name, port, work, "master + 1 worker process with 1 event loop (--workers 1), "
+                         "handlers hello.so and xpng.so" + ("" if name == "cspd" else f" ({binary})"))
         self.binary, self.handlers = binary, handlers
 
     def command(self):
@@ -496,6 +496,8 @@ def main():
     parser.add_argument("--idle-connections", type=int, default=10000)
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another cspd binary (an earlier build) measured as the peer 'cspd-before'")
     args = parser.parse_args()
     args.cspd, args.handlers, args.out = args.cspd.resolve(), args.handlers.resolve(), args.out.resolve()
 
@@ -510,6 +512,8 @@ def main():
 
     servers = [Cspd(BASE_PORT, work, args.cspd, handlers), Nginx(BASE_PORT + 1, work), H2o(BASE_PORT + 2, work),
                Lighttpd(BASE_PORT + 3, work), Php(BASE_PORT + 4, work)]
+    if args.baseline:
+        servers.append(Cspd(BASE_PORT + 5, work, args.baseline.resolve(), handlers, name="cspd-before"))
     if args.only:
         wanted = set(args.only.split(","))
         servers = [s for s in servers if s.name in wanted or s.name == "cspd"]

@@ -47,7 +47,8 @@ typedef struct csp_reply csp_reply;
 typedef struct csp_host_api {
     /* Grows reply->data to hold at least `capacity` bytes; 0 on success. */
     int (*reply_reserve)(csp_reply *reply, size_t capacity);
-    /* The host copies the value; 0 on success, -1 if it is not a valid token. */
+    /* The host copies the value; 0 on success, -1 if it is empty or holds a control
+     * character (CR, LF, NUL...): it must be a valid header field value. */
     int (*reply_set_content_type)(csp_reply *reply, const char *type, size_t size);
     /* The host copies both; -1 for an invalid name or a value with CR/LF. */
     int (*reply_add_header)(csp_reply *reply, const char *name, size_t name_size,
@@ -90,7 +91,7 @@ typedef void (*csp_cleanup_fn)(void *state);
 typedef struct csp_handler_descriptor {
     unsigned abi_version; /* always CSP_ABI_VERSION; checked before anything else */
     unsigned descriptor_size;
-    csp_handle_fn handle; /* returns the HTTP status (100..599) */
+    csp_handle_fn handle; /* returns the HTTP status, 200..599; anything else becomes a 500 */
     csp_init_fn init;     /* optional */
     csp_cleanup_fn cleanup; /* optional */
 } csp_handler_descriptor;
@@ -161,7 +162,8 @@ static inline int csp_reply_set_content_type(csp_reply *reply, const char *type)
     return reply->api->reply_set_content_type(reply, type, strlen(type));
 }
 
-/* Adds a response header; Content-Length, Date and Server are the host's. */
+/* Adds a response header. The host owns Content-Length, Transfer-Encoding, Connection,
+ * Date, Server and Content-Type (use csp_reply_set_content_type): those give -1. */
 static inline int csp_reply_add_header(csp_reply *reply, const char *name, const char *value) {
     return reply->api->reply_add_header(reply, name, strlen(name), value, strlen(value));
 }
