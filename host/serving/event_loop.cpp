@@ -91,7 +91,16 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, bool status_port) {
         refuse_overload(fd);
         return;
     }
-    std::make_shared<Connection>(context_, fd, peer, status_port)->start();
+    std::shared_ptr<Connection> connection;
+    try {
+        connection = std::make_shared<Connection>(context_, fd, peer, status_port);
+    } catch (const std::bad_alloc&) {
+        // Runs in a completion handler: nothing may leave it, or the loop (and the worker) ends.
+        spdlog::error("loop {}: out of memory for a new connection; closing it", index_);
+        ::close(fd);
+        return;
+    }
+    connection->start();
 }
 
 void EventLoop::refuse_overload(int fd) {
