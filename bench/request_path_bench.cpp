@@ -78,9 +78,7 @@ void BM_Hello_NoCounters(benchmark::State& state) { run(state, kHello, 1, false)
 void BM_Xpng(benchmark::State& state) { run(state, kXpng, 1); }
 void BM_BrowserLikeHello(benchmark::State& state) { run(state, kBrowser, 1); }
 void BM_Hello_Pipelined16(benchmark::State& state) { run(state, repeated(kHello, 16), 16); }
-void BM_StaticIndex(benchmark::State& state) {
-    run(state, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 1);
-}
+void BM_StaticIndex(benchmark::State& state) { run(state, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 1); }
 
 BENCHMARK(BM_Hello);
 BENCHMARK(BM_Hello_NoCounters);  // what the shared counters and the watchdog's marks cost
@@ -89,6 +87,6 @@ BENCHMARK(BM_BrowserLikeHello);
 BENCHMARK(BM_Hello_Pipelined16);
 BENCHMARK(BM_StaticIndex);
 
-} // namespace
+}  // namespace
 
 BENCHMARK_MAIN();

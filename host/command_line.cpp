@@ -39,7 +39,7 @@ DefaultFolders default_folders() {
 #endif
 }
 
-} // namespace
+}  // namespace
 
 Invocation parse_command_line(int argc, char** argv) {
     Invocation invocation;
@@ -76,14 +76,18 @@ Invocation parse_command_line(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
         ->capture_default_str();
-    app.add_option("--max-header-size", config.max_head_bytes, "request line + headers, bytes (larger: 431, or 414 for the URL)")
+    app.add_option("--max-header-size", config.max_head_bytes,
+                   "request line + headers, bytes (larger: 431, or 414 for the URL)")
         ->capture_default_str();
     app.add_flag("--compile", config.compile_sources,
                  "also serve NAME.c / NAME.cpp dropped into the handlers folder, compiled on the fly");
-    app.add_flag("--dev", config.dev, "with --compile: a source that does not compile answers 500 with the diagnostics");
-    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")->capture_default_str();
+    app.add_flag("--dev", config.dev,
+                 "with --compile: a source that does not compile answers 500 with the diagnostics");
+    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")
+        ->capture_default_str();
     std::string sdk_include;
-    app.add_option("--sdk-include", sdk_include, "SDK headers for --compile (default: beside the binary, or the source tree)");
+    app.add_option("--sdk-include", sdk_include,
+                   "SDK headers for --compile (default: beside the binary, or the source tree)");
     app.add_option("--handler-timeout", config.handler_timeout_s,
                    "watchdog: a handler call running longer aborts its worker, s (0: off)")
         ->capture_default_str();
@@ -135,4 +139,4 @@ Invocation parse_command_line(int argc, char** argv) {
     return invocation;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -20,11 +20,11 @@ struct Invocation {
     std::optional<NewHandlerRequest> new_handler;  ///< `cspd new NAME`
     int worker_index = -1;                         ///< >= 0: started by the master as this worker
     pid_t master_pid = 0;
-    std::optional<int> exit_code;                  ///< set when parsing already decided (--help, --version, an error)
+    std::optional<int> exit_code;  ///< set when parsing already decided (--help, --version, an error)
 };
 
 /// Parses argv. Defaults for --handlers and --www depend on where the binary runs from
 /// (the build tree, or where it was installed).
 Invocation parse_command_line(int argc, char** argv);
 
-} // namespace cspd
+}  // namespace cspd

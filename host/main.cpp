@@ -61,7 +61,7 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
     }
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.

@@ -10,8 +10,10 @@ namespace {
 
 std::string c_skeleton(const std::string& name) {
     return R"(/* )" + name + R"(: answers GET /csp/)" + name + R"(?name=... -- build and drop it in:
- *   cc -O2 -shared -fPIC $(pkg-config --cflags cspd-sdk) )" + name + R"(.c -o )" + name + R"(.so
- *   cp )" + name + R"(.so /path/to/handlers/
+ *   cc -O2 -shared -fPIC $(pkg-config --cflags cspd-sdk) )" +
+           name + R"(.c -o )" + name + R"(.so
+ *   cp )" +
+           name + R"(.so /path/to/handlers/
  */
 #include <csp/csp.h>
 
@@ -19,9 +21,11 @@ static int handle(const csp_request *req, csp_reply *reply) {
     csp_str who = csp_query_arg(req, "name");
     csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
     if (who.data)
-        csp_reply_printf(reply, "Hello, %.*s, from )" + name + R"(!\n", (int)who.size, who.data);
+        csp_reply_printf(reply, "Hello, %.*s, from )" +
+           name + R"(!\n", (int)who.size, who.data);
     else
-        csp_reply_puts(reply, "Hello from )" + name + R"(!\n");
+        csp_reply_puts(reply, "Hello from )" +
+           name + R"(!\n");
     return 200;
 }
 
@@ -31,8 +35,10 @@ CSP_HANDLER(handle)
 
 std::string cpp_skeleton(const std::string& name) {
     return R"(// )" + name + R"(: answers GET /csp/)" + name + R"(?name=... -- build and drop it in:
-//   c++ -O2 -shared -fPIC $(pkg-config --cflags cspd-sdk) )" + name + R"(.cpp -o )" + name + R"(.so
-//   cp )" + name + R"(.so /path/to/handlers/
+//   c++ -O2 -shared -fPIC $(pkg-config --cflags cspd-sdk) )" +
+           name + R"(.cpp -o )" + name + R"(.so
+//   cp )" +
+           name + R"(.so /path/to/handlers/
 #include <csp/csp.hpp>
 
 static int handle(const csp_request* raw_request, csp_reply* raw_reply) {
@@ -40,9 +46,11 @@ static int handle(const csp_request* raw_request, csp_reply* raw_reply) {
     csp::reply reply(raw_reply);
     reply.content_type("text/plain; charset=utf-8");
     if (auto who = request.query_arg("name"))
-        reply << "Hello, " << *who << ", from )" + name + R"(!\n";
+        reply << "Hello, " << *who << ", from )" +
+           name + R"(!\n";
     else
-        reply << "Hello from )" + name + R"(!\n";
+        reply << "Hello from )" +
+           name + R"(!\n";
     return 200;
 }
 
@@ -50,7 +58,7 @@ CSP_HANDLER(handle)
 )";
 }
 
-} // namespace
+}  // namespace
 
 std::filesystem::path write_handler_skeleton(const std::string& name, const std::string& lang,
                                              const std::filesystem::path& folder) {
@@ -66,4 +74,4 @@ std::filesystem::path write_handler_skeleton(const std::string& name, const std:
     return file;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -11,4 +11,4 @@ namespace cspd {
 std::filesystem::path write_handler_skeleton(const std::string& name, const std::string& lang,
                                              const std::filesystem::path& folder);
 
-} // namespace cspd
+}  // namespace cspd

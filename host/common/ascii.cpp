@@ -15,8 +15,9 @@ bool is_token_char(char c) noexcept {
     static constexpr auto table = [] {
         std::array<bool, 256> t{};
         for (int ch = 0; ch < 256; ++ch)
-            t[ch] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    (ch != 0 && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(ch)) != std::string_view::npos);
+            t[ch] =
+                (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                (ch != 0 && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(ch)) != std::string_view::npos);
         return t;
     }();
     return table[static_cast<unsigned char>(c)];
@@ -29,4 +30,4 @@ bool is_token(std::string_view s) noexcept {
     return true;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -16,4 +16,4 @@ bool is_token_char(char c) noexcept;
 /// A non-empty run of token characters.
 bool is_token(std::string_view s) noexcept;
 
-} // namespace cspd
+}  // namespace cspd

@@ -9,10 +9,10 @@ std::int64_t read_ns(clockid_t clock) noexcept {
     ::clock_gettime(clock, &ts);
     return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
-} // namespace
+}  // namespace
 
 std::int64_t unix_now_ms() noexcept { return read_ns(CLOCK_REALTIME) / 1'000'000; }
 std::int64_t monotonic_now_ns() noexcept { return read_ns(CLOCK_MONOTONIC); }
 std::int64_t coarse_monotonic_now_ns() noexcept { return read_ns(CLOCK_MONOTONIC_COARSE); }
 
-} // namespace cspd
+}  // namespace cspd

@@ -12,4 +12,4 @@ std::int64_t monotonic_now_ns() noexcept;
 /// CLOCK_MONOTONIC_COARSE: same clock, a few milliseconds of resolution, several times cheaper.
 std::int64_t coarse_monotonic_now_ns() noexcept;
 
-} // namespace cspd
+}  // namespace cspd

@@ -7,7 +7,7 @@ namespace {
 constexpr std::size_t kAlternateStackBytes = 64 * 1024;
 thread_local ThreadCrashContext context;
 std::atomic<std::uint32_t>* process_flag = nullptr;
-} // namespace
+}  // namespace
 
 ThreadCrashContext& this_thread_crash_context() noexcept { return context; }
 
@@ -28,4 +28,4 @@ void install_thread_signal_stack() {
     ::sigaltstack(&stack, nullptr);
 }
 
-} // namespace cspd
+}  // namespace cspd

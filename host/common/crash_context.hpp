@@ -22,7 +22,7 @@ struct HandlerLabel {
 /// The client whose request a thread is answering, owed the answers already built for it.
 struct CrashClient {
     int fd = -1;
-    bool head = false;                  ///< the 500 it gets has no body
+    bool head = false;                    ///< the 500 it gets has no body
     const std::string* queued = nullptr;  ///< answers complete before this request, or null
     std::size_t queued_size = 0;
 };
@@ -62,4 +62,4 @@ public:
 /// still be reported. Every thread that runs handlers calls it once.
 void install_thread_signal_stack();
 
-} // namespace cspd
+}  // namespace cspd

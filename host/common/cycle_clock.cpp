@@ -16,7 +16,7 @@ bool invariant_tsc() {
             return line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
     return false;
 }
-} // namespace
+}  // namespace
 
 void CycleClock::calibrate() {
     static std::once_flag once;
@@ -38,4 +38,4 @@ void CycleClock::calibrate() {
     });
 }
 
-} // namespace cspd
+}  // namespace cspd

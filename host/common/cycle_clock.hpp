@@ -36,4 +36,4 @@ private:
     static inline double ns_per_tick_ = 1.0;
 };
 
-} // namespace cspd
+}  // namespace cspd

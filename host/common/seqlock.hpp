@@ -68,4 +68,4 @@ private:
     T value_{};
 };
 
-} // namespace cspd
+}  // namespace cspd

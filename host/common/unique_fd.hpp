@@ -34,4 +34,4 @@ private:
     int fd_ = -1;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -29,7 +29,7 @@ std::string compiler_for(const std::filesystem::path& source) {
 
 bool is_gcc(const std::string& compiler) { return compiler.find("clang") == std::string::npos; }
 
-} // namespace
+}  // namespace
 
 HandlerCompiler::HandlerCompiler(std::filesystem::path sdk_include, std::filesystem::path scratch_dir,
                                  std::chrono::seconds time_limit)
@@ -55,8 +55,15 @@ CompileResult HandlerCompiler::compile(const std::string& name, const std::files
     const std::string compiler = compiler_for(source);
 
     // The same flags csp_add_handler and the pkg-config file give.
-    std::vector<std::string> args{compiler, "-O2", "-g", "-shared", "-fPIC", "-fvisibility=hidden",
-                                  "-fdiagnostics-color=never", "-Wall", "-I" + sdk_include_.string()};
+    std::vector<std::string> args{compiler,
+                                  "-O2",
+                                  "-g",
+                                  "-shared",
+                                  "-fPIC",
+                                  "-fvisibility=hidden",
+                                  "-fdiagnostics-color=never",
+                                  "-Wall",
+                                  "-I" + sdk_include_.string()};
     if (source.extension() == ".cpp") {
         args.push_back("-std=c++20");
         if (is_gcc(compiler)) args.push_back("-fno-gnu-unique");
@@ -124,4 +131,4 @@ CompileResult HandlerCompiler::compile(const std::string& name, const std::files
     return result;
 }
 
-} // namespace cspd
+}  // namespace cspd

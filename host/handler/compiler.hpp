@@ -25,8 +25,8 @@ public:
     /// Compiles `source` into a fresh file in the scratch folder. The compiler runs in a process
     /// group of its own, whose id `running` holds while it runs; setting `cancel` (then killing
     /// that group) stops it, and a cancel that comes before the group exists is seen after spawning.
-    CompileResult compile(const std::string& name, const std::filesystem::path& source,
-                          std::atomic<pid_t>& running, const std::atomic<bool>& cancel) const;
+    CompileResult compile(const std::string& name, const std::filesystem::path& source, std::atomic<pid_t>& running,
+                          const std::atomic<bool>& cancel) const;
 
     /// The SDK headers beside an installed binary, else those of the source tree it was built from.
     static std::filesystem::path default_sdk_include();
@@ -37,4 +37,4 @@ private:
     std::chrono::seconds time_limit_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -19,7 +19,7 @@ bool fits(std::size_t offset, std::size_t count, std::size_t size, std::size_t t
     std::size_t bytes = count * size;
     return offset <= total && bytes <= total - offset;
 }
-} // namespace
+}  // namespace
 
 ElfVerdict check_elf_image(std::string_view image) noexcept {
     using enum ElfProblem;
@@ -46,4 +46,4 @@ ElfVerdict check_elf_image(std::string_view image) noexcept {
     return {};
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -23,4 +23,4 @@ struct ElfVerdict {
 /// Whether `image` is a complete ELF shared object for this machine, and if not, why.
 ElfVerdict check_elf_image(std::string_view image) noexcept;
 
-} // namespace cspd
+}  // namespace cspd

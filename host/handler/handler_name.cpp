@@ -5,8 +5,8 @@ namespace cspd {
 bool is_valid_handler_name(std::string_view name) noexcept {
     if (name.empty() || name.size() > 255) return false;
     for (char c : name) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        c == '_' || c == '-';
+        const bool ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
         if (!ok) return false;
     }
     return true;
@@ -22,4 +22,4 @@ std::string handler_name_of_file(std::string_view file_name, bool sources) {
     return {};
 }
 
-} // namespace cspd
+}  // namespace cspd

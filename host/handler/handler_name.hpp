@@ -13,4 +13,4 @@ bool is_valid_handler_name(std::string_view name) noexcept;
 /// file name is not a handler's.
 std::string handler_name_of_file(std::string_view file_name, bool sources = false);
 
-} // namespace cspd
+}  // namespace cspd

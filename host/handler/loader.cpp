@@ -78,7 +78,7 @@ std::string trust_problem(const struct stat& file, const std::filesystem::path& 
     return {};
 }
 
-} // namespace
+}  // namespace
 
 HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
     : strict_modes_(strict_modes) {
@@ -104,9 +104,9 @@ int serve_diagnostics(const csp_request* request, csp_reply* reply) {
     return 500;
 }
 void free_diagnostics(void* state) { delete static_cast<std::string*>(state); }
-const csp_handler_descriptor kDiagnostics{CSP_ABI_VERSION, sizeof(csp_handler_descriptor), &serve_diagnostics,
-                                          nullptr, &free_diagnostics};
-} // namespace
+const csp_handler_descriptor kDiagnostics{CSP_ABI_VERSION, sizeof(csp_handler_descriptor), &serve_diagnostics, nullptr,
+                                          &free_diagnostics};
+}  // namespace
 
 std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::string& name, std::string text) {
     return std::make_shared<HandlerVersion>(name, next_sequence_++, HandlerFileIdentity{}, nullptr, &kDiagnostics,
@@ -132,14 +132,15 @@ LoadResult failure(LoadError error, std::string reason) {
     result.reason = std::move(reason);
     return result;
 }
-} // namespace
+}  // namespace
 
 LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file) {
     using enum LoadError;
     UniqueFd source(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     if (!source) return failure(unreadable, "cannot open: " + errno_text(errno));
     struct stat before, after;
-    if (::fstat(source.get(), &before) != 0 || !S_ISREG(before.st_mode)) return failure(unreadable, "not a regular file");
+    if (::fstat(source.get(), &before) != 0 || !S_ISREG(before.st_mode))
+        return failure(unreadable, "not a regular file");
     if (strict_modes_) {
         if (std::string why = trust_problem(before, file.parent_path()); !why.empty())
             return failure(untrusted, "untrusted: " + why + " (--insecure-handlers turns this check off)");
@@ -205,9 +206,8 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
     std::shared_ptr<void> owner(library, library.get());
     LoadResult result;
-    result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner),
-                                                      descriptor, state);
+    result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner), descriptor, state);
     return result;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -14,24 +14,24 @@ namespace cspd {
 
 enum class LoadError {
     none,
-    unreadable,      ///< cannot open, not a regular file
-    untrusted,       ///< writable by someone the server does not trust (see strict modes)
+    unreadable,  ///< cannot open, not a regular file
+    untrusted,   ///< writable by someone the server does not trust (see strict modes)
     too_large,
-    changing,        ///< the file changed while being read: try again shortly
-    incomplete,      ///< looks cut short: maybe still being written
-    not_loadable,    ///< not an ELF shared object for this machine
+    changing,      ///< the file changed while being read: try again shortly
+    incomplete,    ///< looks cut short: maybe still being written
+    not_loadable,  ///< not an ELF shared object for this machine
     dlopen_failed,
     no_entry_point,  ///< no csp_handler symbol
     wrong_abi,
     bad_descriptor,
-    init_failed,     ///< init returned nonzero or threw
-    io_error,        ///< the private copy could not be written
+    init_failed,  ///< init returned nonzero or threw
+    io_error,     ///< the private copy could not be written
 };
 
 struct LoadResult {
     std::shared_ptr<HandlerVersion> version;  ///< set on success
     LoadError error = LoadError::none;
-    std::string reason;                       ///< why not, for the log and /-/status
+    std::string reason;  ///< why not, for the log and /-/status
 };
 
 class HandlerLoader {
@@ -63,4 +63,4 @@ private:
     std::uint64_t next_sequence_ = 1;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -43,4 +43,4 @@ void HandlerRegistry::publish(const std::string& name, const std::shared_ptr<con
     for (const auto& subscriber : subscribers_) subscriber(name, version);
 }
 
-} // namespace cspd
+}  // namespace cspd

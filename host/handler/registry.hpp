@@ -45,4 +45,4 @@ private:
     std::vector<RefusalSubscriber> refusal_subscribers_;
 };
 
-} // namespace cspd
+}  // namespace cspd

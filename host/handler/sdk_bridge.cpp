@@ -8,8 +8,8 @@
 namespace cspd {
 namespace {
 
-constexpr std::size_t kKeepCapacity = 64 * 1024;   // larger buffers are freed after the request
-constexpr std::size_t kMaxReply = 1ull << 30;       // a handler cannot make the host allocate more
+constexpr std::size_t kKeepCapacity = 64 * 1024;  // larger buffers are freed after the request
+constexpr std::size_t kMaxReply = 1ull << 30;     // a handler cannot make the host allocate more
 
 csp_str to_csp(std::string_view s) { return {s.data(), s.size()}; }
 csp_str absent() { return {nullptr, 0}; }
@@ -25,12 +25,11 @@ bool is_field_value(std::string_view s) {
 
 /// Host-owned headers a handler may not set: they would contradict the framing.
 bool is_reserved_header(std::string_view name) {
-    return iequals(name, "content-length") || iequals(name, "transfer-encoding") ||
-           iequals(name, "connection") || iequals(name, "date") || iequals(name, "server") ||
-           iequals(name, "content-type");
+    return iequals(name, "content-length") || iequals(name, "transfer-encoding") || iequals(name, "connection") ||
+           iequals(name, "date") || iequals(name, "server") || iequals(name, "content-type");
 }
 
-} // namespace
+}  // namespace
 
 struct HostApi {
     static HandlerReply& reply(csp_reply* r) { return *static_cast<HandlerReply*>(r->host); }
@@ -79,7 +78,8 @@ struct HostApi {
             std::string_view key = pair.substr(0, eq);
             std::string_view value = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
             if (key != wanted) continue;
-            if (value.find_first_of("%+") == std::string_view::npos) return to_csp(value.empty() ? std::string_view("", 0) : value);
+            if (value.find_first_of("%+") == std::string_view::npos)
+                return to_csp(value.empty() ? std::string_view("", 0) : value);
             auto& store = const_cast<HandlerRequestView&>(view(req)).decoded_args_;
             std::string& decoded = store.emplace_back();
             if (!percent_decode(value, decoded, true)) return absent();
@@ -98,8 +98,8 @@ struct HostApi {
 };
 
 const csp_host_api& host_api() {
-    static const csp_host_api api{&HostApi::reply_reserve, &HostApi::set_content_type,
-                                  &HostApi::add_header, &HostApi::query_arg, &HostApi::header};
+    static const csp_host_api api{&HostApi::reply_reserve, &HostApi::set_content_type, &HostApi::add_header,
+                                  &HostApi::query_arg, &HostApi::header};
     return api;
 }
 
@@ -124,9 +124,8 @@ HandlerRequestView::HandlerRequestView() {
     view_.host = this;
 }
 
-void HandlerRequestView::bind(const HttpRequest& request, std::string_view decoded_path,
-                              std::string_view query, std::string_view client_addr,
-                              unsigned short client_port, void* state) {
+void HandlerRequestView::bind(const HttpRequest& request, std::string_view decoded_path, std::string_view query,
+                              std::string_view client_addr, unsigned short client_port, void* state) {
     request_ = &request;
     decoded_args_.clear();
     view_.method = to_csp(request.method);
@@ -140,4 +139,4 @@ void HandlerRequestView::bind(const HttpRequest& request, std::string_view decod
     view_.state = state;
 }
 
-} // namespace cspd
+}  // namespace cspd

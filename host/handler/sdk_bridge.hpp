@@ -63,4 +63,4 @@ private:
 /// The function table every csp_request and csp_reply carries.
 const csp_host_api& host_api();
 
-} // namespace cspd
+}  // namespace cspd

@@ -35,4 +35,4 @@ void HandlerTable::note_refusal(const std::string& name, const std::string& reas
     if (count) bump(stats->refusals);
 }
 
-} // namespace cspd
+}  // namespace cspd

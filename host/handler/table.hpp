@@ -52,4 +52,4 @@ private:
     LoopSlot* slot_ = nullptr;
 };
 
-} // namespace cspd
+}  // namespace cspd

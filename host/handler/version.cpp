@@ -8,11 +8,9 @@
 namespace cspd {
 
 HandlerVersion::HandlerVersion(std::string name, std::uint64_t sequence, HandlerFileIdentity file,
-                               std::shared_ptr<void> library, const csp_handler_descriptor* descriptor,
-                               void* state)
-    : name_(std::move(name)), sequence_(sequence), file_(file), library_(std::move(library)),
-      descriptor_(descriptor), state_(state),
-      label_{name_.c_str(), sequence_, file_.size, file_.content_hash} {}
+                               std::shared_ptr<void> library, const csp_handler_descriptor* descriptor, void* state)
+    : name_(std::move(name)), sequence_(sequence), file_(file), library_(std::move(library)), descriptor_(descriptor),
+      state_(state), label_{name_.c_str(), sequence_, file_.size, file_.content_hash} {}
 
 HandlerVersion::~HandlerVersion() {
     if (descriptor_->cleanup) {
@@ -28,9 +26,9 @@ HandlerVersion::~HandlerVersion() {
 
 std::string HandlerVersion::describe() const {
     char text[128];
-    std::snprintf(text, sizeof text, "%s.so#%" PRIu64 " (%" PRIu64 " bytes, fnv %016" PRIx64 ")",
-                  name_.c_str(), sequence_, file_.size, file_.content_hash);
+    std::snprintf(text, sizeof text, "%s.so#%" PRIu64 " (%" PRIu64 " bytes, fnv %016" PRIx64 ")", name_.c_str(),
+                  sequence_, file_.size, file_.content_hash);
     return text;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -22,7 +22,7 @@ struct HandlerFileIdentity {
     std::uint64_t inode = 0;
     std::uint64_t size = 0;
     std::int64_t mtime_ns = 0;
-    std::int64_t ctime_ns = 0;  ///< unlike mtime, no user can set it back: catches same-size same-mtime copies
+    std::int64_t ctime_ns = 0;       ///< unlike mtime, no user can set it back: catches same-size same-mtime copies
     std::uint64_t content_hash = 0;  ///< FNV-1a 64 of the bytes, for logs and status
 
     bool same_file_as(const HandlerFileIdentity& o) const {
@@ -34,16 +34,14 @@ struct HandlerFileIdentity {
 class HandlerVersion {
 public:
     /// `library` keeps the mapping alive; its deleter unloads it.
-    HandlerVersion(std::string name, std::uint64_t sequence, HandlerFileIdentity file,
-                   std::shared_ptr<void> library, const csp_handler_descriptor* descriptor, void* state);
+    HandlerVersion(std::string name, std::uint64_t sequence, HandlerFileIdentity file, std::shared_ptr<void> library,
+                   const csp_handler_descriptor* descriptor, void* state);
     ~HandlerVersion();
     HandlerVersion(const HandlerVersion&) = delete;
     HandlerVersion& operator=(const HandlerVersion&) = delete;
 
     /// Calls the handler's entry point. Exceptions it throws propagate to the caller.
-    int handle(const csp_request* request, csp_reply* reply) const {
-        return descriptor_->handle(request, reply);
-    }
+    int handle(const csp_request* request, csp_reply* reply) const { return descriptor_->handle(request, reply); }
 
     const std::string& name() const { return name_; }
     std::uint64_t sequence() const { return sequence_; }
@@ -64,4 +62,4 @@ private:
     HandlerLabel label_;
 };
 
-} // namespace cspd
+}  // namespace cspd

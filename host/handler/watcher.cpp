@@ -1,18 +1,18 @@
 #include "handler/watcher.hpp"
 
 #include "handler/compiler.hpp"
+#include "handler/handler_name.hpp"
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
-#include "handler/handler_name.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include <sys/inotify.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include <map>
@@ -30,7 +30,7 @@ constexpr auto kSettle = 10ms;
 constexpr auto kRetry = 50ms;
 // ...this many times before a short file is refused: a slow writer may still be at work.
 constexpr int kMaxIncompleteRetries = 20;
-} // namespace
+}  // namespace
 
 struct HandlerWatcher::Impl {
     Impl(asio::io_context& io_context, std::filesystem::path watched, HandlerLoader& handler_loader,
@@ -67,8 +67,8 @@ struct HandlerWatcher::Impl {
         int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (fd < 0) throw std::system_error(errno, std::system_category(), "inotify_init1");
         inotify.assign(fd);
-        const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE |
-                              IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+        const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB |
+                              IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
         if (::inotify_add_watch(fd, folder.c_str(), mask) < 0)
             throw std::system_error(errno, std::system_category(), "cannot watch " + folder.string());
         read_events();
@@ -264,8 +264,8 @@ struct HandlerWatcher::Impl {
                           result.diagnostics);
             registry.refused(name, source.filename().string() + " does not compile");
             if (options.dev_diagnostics)
-                registry.install(loader.diagnostics_version(name, source.filename().string() + " does not compile:\n\n" +
-                                                                   result.diagnostics));
+                registry.install(loader.diagnostics_version(name, source.filename().string() +
+                                                                      " does not compile:\n\n" + result.diagnostics));
         }
         if (job.again) {
             job.again = false;
@@ -284,4 +284,4 @@ void HandlerWatcher::start() { impl_->start(); }
 void HandlerWatcher::rescan() { impl_->rescan(); }
 void HandlerWatcher::stop() { impl_->stop(); }
 
-} // namespace cspd
+}  // namespace cspd

@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
-namespace boost::asio { class io_context; }
+namespace boost::asio {
+class io_context;
+}
 
 namespace cspd {
 
@@ -43,4 +45,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -17,4 +17,4 @@ std::string_view DateCache::now() {
     return {text_, size_};
 }
 
-} // namespace cspd
+}  // namespace cspd

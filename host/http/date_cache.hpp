@@ -18,4 +18,4 @@ private:
     std::size_t size_ = 0;
 };
 
-} // namespace cspd
+}  // namespace cspd

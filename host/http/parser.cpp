@@ -10,7 +10,7 @@ HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
 
 constexpr std::size_t kMaxHeaders = 100;
 
-} // namespace
+}  // namespace
 
 // One settings table for every parser: llhttp only reads it.
 const llhttp_settings_t& HttpParser::settings() {
@@ -48,12 +48,9 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
         consumed_ = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data.data());
     if (in_message_ && err == HPE_OK) keep_partial_head(data.data() + data.size());
     switch (err) {
-    case HPE_OK:
-        return Status::ok;
-    case HPE_PAUSED_UPGRADE:
-        return status_ = Status::upgrade;
-    case HPE_PAUSED:
-        return status_;
+    case HPE_OK: return Status::ok;
+    case HPE_PAUSED_UPGRADE: return status_ = Status::upgrade;
+    case HPE_PAUSED: return status_;
     default:
         // A callback that failed has already set a precise status.
         return status_ != Status::ok ? status_ : (status_ = Status::bad_request);
@@ -248,16 +245,11 @@ int HttpParser::on_message_complete(llhttp_t* p) {
     HttpParser& s = self(p);
     s.in_message_ = false;
     switch (s.sink_->on_request(s.complete_request())) {
-    case SinkAction::proceed:
-        return 0;
-    case SinkAction::pause:
-        s.status_ = Status::paused;
-        return HPE_PAUSED;
-    case SinkAction::stop:
-        s.status_ = Status::stopped;
-        return HPE_PAUSED;
+    case SinkAction::proceed: return 0;
+    case SinkAction::pause: s.status_ = Status::paused; return HPE_PAUSED;
+    case SinkAction::stop: s.status_ = Status::stopped; return HPE_PAUSED;
     }
     return 0;
 }
 
-} // namespace cspd
+}  // namespace cspd

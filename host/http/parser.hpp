@@ -29,27 +29,28 @@ public:
     virtual SinkAction on_request(const HttpRequest& request) = 0;
     /// The client sent "Expect: 100-continue" and waits for a go-ahead before its body.
     virtual void on_continue_expected() {}
+
 protected:
     ~RequestSink() = default;
 };
 
 struct ParseLimits {
-    std::size_t max_head_bytes = 8 * 1024;      ///< request line + headers
+    std::size_t max_head_bytes = 8 * 1024;  ///< request line + headers
     std::size_t max_body_bytes = 1024 * 1024;
 };
 
 class HttpParser {
 public:
     enum class Status {
-        ok,             ///< all bytes consumed, waiting for more
-        paused,         ///< the sink asked to pause: consumed() bytes were used, resume() before feeding the rest
-        stopped,        ///< the sink asked to stop
-        upgrade,        ///< protocol upgrade / CONNECT: not supported, close
-        bad_request,    ///< malformed: answer 400 and close
-        head_too_large, ///< answer 431 and close
-        uri_too_long,   ///< the request-target alone is over the head limit: answer 414 and close
-        bad_version,    ///< not HTTP/1.x: answer 505 and close
-        body_too_large, ///< answer 413 and close
+        ok,              ///< all bytes consumed, waiting for more
+        paused,          ///< the sink asked to pause: consumed() bytes were used, resume() before feeding the rest
+        stopped,         ///< the sink asked to stop
+        upgrade,         ///< protocol upgrade / CONNECT: not supported, close
+        bad_request,     ///< malformed: answer 400 and close
+        head_too_large,  ///< answer 431 and close
+        uri_too_long,    ///< the request-target alone is over the head limit: answer 414 and close
+        bad_version,     ///< not HTTP/1.x: answer 505 and close
+        body_too_large,  ///< answer 413 and close
     };
 
     explicit HttpParser(ParseLimits limits = {});
@@ -87,8 +88,12 @@ private:
 
     static const llhttp_settings_t& settings();
 
-    struct Span { std::size_t offset = 0, size = 0; };
-    struct HeaderSpan { Span name, value; };
+    struct Span {
+        std::size_t offset = 0, size = 0;
+    };
+    struct HeaderSpan {
+        Span name, value;
+    };
     enum class Field : std::uint8_t { none, url, name, value };
 
     /// Records `length` bytes at `at` as part of `field`; false past the head limit.
@@ -116,8 +121,8 @@ private:
     Span target_;
     std::string head_;
     std::string body_;
-    std::vector<HeaderSpan> spans_;      // the current request's headers, as offsets
-    std::vector<HttpHeader> headers_;    // the same as views, for the request handed to the sink
+    std::vector<HeaderSpan> spans_;    // the current request's headers, as offsets
+    std::vector<HttpHeader> headers_;  // the same as views, for the request handed to the sink
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -10,4 +10,4 @@ std::string_view HttpRequest::header(std::string_view name) const {
     return {};
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -17,16 +17,16 @@ struct HttpHeader {
 
 struct HttpRequest {
     std::string_view method;
-    std::string_view target;   ///< raw request-target, e.g. "/csp/hello?x=1"
+    std::string_view target;  ///< raw request-target, e.g. "/csp/hello?x=1"
     std::span<const HttpHeader> headers;
     std::string_view body;
     std::uint8_t http_major = 1;
     std::uint8_t http_minor = 1;
-    bool keep_alive = true;    ///< what the client asked for (llhttp_should_keep_alive)
-    bool head = false;         ///< HEAD: answer without a body
+    bool keep_alive = true;  ///< what the client asked for (llhttp_should_keep_alive)
+    bool head = false;       ///< HEAD: answer without a body
 
     /// First header with this name, compared case-insensitively; empty view with null data if absent.
     std::string_view header(std::string_view name) const;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -11,7 +11,7 @@ void append_number(std::string& out, std::size_t n) {
     out.append(digits, end);
 }
 
-} // namespace
+}  // namespace
 
 void append_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
     out.append("HTTP/1.1 ");
@@ -60,4 +60,4 @@ void append_error(std::string& out, HttpStatus status, std::string_view date, bo
     append_response(out, head, std::string_view(body, static_cast<std::size_t>(end - body)));
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -14,8 +14,8 @@ struct ResponseHead {
     std::string_view extra_headers;  ///< "Name: value\r\n" lines, already validated
     std::string_view date;
     bool keep_alive = true;
-    bool http10 = false;             ///< a 1.0 client must be told keep-alive explicitly
-    bool head_only = false;          ///< HEAD: headers as for GET, no body
+    bool http10 = false;     ///< a 1.0 client must be told keep-alive explicitly
+    bool head_only = false;  ///< HEAD: headers as for GET, no body
 };
 
 /// Appends the status line and headers, ending with the blank line; the caller appends
@@ -29,4 +29,4 @@ void append_response(std::string& out, const ResponseHead& head, std::string_vie
 void append_error(std::string& out, HttpStatus status, std::string_view date, bool keep_alive, bool http10,
                   bool head_only = false);
 
-} // namespace cspd
+}  // namespace cspd

@@ -42,4 +42,4 @@ std::string_view reason_phrase(HttpStatus status) noexcept {
     }
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -42,4 +42,4 @@ constexpr bool forbids_body(HttpStatus status) noexcept {
 /// Reason phrase ("OK", "Not Found", ...); "Unknown" for a code without one here.
 std::string_view reason_phrase(HttpStatus status) noexcept;
 
-} // namespace cspd
+}  // namespace cspd

@@ -10,7 +10,7 @@ int hex_value(char c) {
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
-} // namespace
+}  // namespace
 
 SplitTarget split_target(std::string_view target) {
     auto q = target.find('?');
@@ -73,4 +73,4 @@ bool has_hidden_segment(std::string_view path) {
     return false;
 }
 
-} // namespace cspd
+}  // namespace cspd

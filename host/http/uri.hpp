@@ -26,4 +26,4 @@ bool has_unsafe_segment(std::string_view decoded_path);
 /// True if a segment starts with '.' (".git", ".env"), except ".well-known" (RFC 8615).
 bool has_hidden_segment(std::string_view decoded_path);
 
-} // namespace cspd
+}  // namespace cspd

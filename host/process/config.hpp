@@ -18,23 +18,23 @@ struct Config {
     std::size_t max_head_bytes = 8 * 1024;
     unsigned keepalive_timeout_s = 15;
     unsigned header_timeout_s = 10;
-    unsigned drain_timeout_s = 10;       ///< graceful stop waits this long for in-flight requests
-    std::size_t max_connections = 10000; ///< over all loops; more are answered 503 and closed
-    bool strict_handler_modes = true;    ///< refuse handler files others could have written (sshd StrictModes)
-    bool probes = true;                  ///< GET /-/healthy and /-/ready
-    bool compile_sources = false;        ///< --compile: NAME.c / NAME.cpp are compiled and served too
-    bool dev = false;                    ///< --dev: a source that does not compile answers 500 with diagnostics
+    unsigned drain_timeout_s = 10;        ///< graceful stop waits this long for in-flight requests
+    std::size_t max_connections = 10000;  ///< over all loops; more are answered 503 and closed
+    bool strict_handler_modes = true;     ///< refuse handler files others could have written (sshd StrictModes)
+    bool probes = true;                   ///< GET /-/healthy and /-/ready
+    bool compile_sources = false;         ///< --compile: NAME.c / NAME.cpp are compiled and served too
+    bool dev = false;                     ///< --dev: a source that does not compile answers 500 with diagnostics
     unsigned compile_timeout_s = 60;
-    std::filesystem::path sdk_include;   ///< for --compile; empty: beside the binary, else the source tree
-    bool status_endpoints = true;        ///< GET /-/status (JSON) and /metrics (Prometheus)
-    std::string status_listen;           ///< "ADDR:PORT": serve those there only; empty: on the main port
-    unsigned handler_timeout_s = 10;     ///< watchdog: a handler call running longer kills its worker; 0 = off
-    unsigned quarantine_crashes = 3;     ///< this many crashes of one handler version…
-    unsigned quarantine_window_s = 60;   ///< …within this many seconds quarantine it
-    std::filesystem::path log_file;      ///< empty: stderr; else appended to, reopened on SIGUSR1
+    std::filesystem::path sdk_include;  ///< for --compile; empty: beside the binary, else the source tree
+    bool status_endpoints = true;       ///< GET /-/status (JSON) and /metrics (Prometheus)
+    std::string status_listen;          ///< "ADDR:PORT": serve those there only; empty: on the main port
+    unsigned handler_timeout_s = 10;    ///< watchdog: a handler call running longer kills its worker; 0 = off
+    unsigned quarantine_crashes = 3;    ///< this many crashes of one handler version…
+    unsigned quarantine_window_s = 60;  ///< …within this many seconds quarantine it
+    std::filesystem::path log_file;     ///< empty: stderr; else appended to, reopened on SIGUSR1
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -23,7 +23,8 @@ VersionKey running_version(const LoopSlot& slot, std::uint32_t running) {
 
 std::vector<VersionKey> blame_for_death(const LoopSlot* slots, unsigned count, int status) {
     bool reported = false;
-    for (unsigned t = 0; t < count; ++t) reported |= slots[t].crashed.load() != 0 || slots[t].crashed_elsewhere.load() != 0;
+    for (unsigned t = 0; t < count; ++t)
+        reported |= slots[t].crashed.load() != 0 || slots[t].crashed_elsewhere.load() != 0;
     const bool crash_like = WIFSIGNALED(status) ? is_fault_signal(WTERMSIG(status)) : WEXITSTATUS(status) != 0;
     std::vector<VersionKey> blamed;
     for (unsigned t = 0; t < count; ++t) {
@@ -63,4 +64,4 @@ CrashCount* CrashLedger::counter(const std::string& name) {
     return nullptr;
 }
 
-} // namespace cspd
+}  // namespace cspd

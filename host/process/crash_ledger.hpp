@@ -52,4 +52,4 @@ private:
     std::map<VersionKey, std::deque<std::chrono::steady_clock::time_point>> times_;
 };
 
-} // namespace cspd
+}  // namespace cspd

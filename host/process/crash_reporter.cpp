@@ -14,8 +14,8 @@
 namespace cspd {
 namespace {
 
-#define CSPD_CRASH_HEAD                                                                                          \
-    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n" \
+#define CSPD_CRASH_HEAD                                                                                                \
+    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 69\r\n"          \
     "Connection: close\r\n\r\n"
 #define CSPD_CRASH_BODY "500 Internal Server Error: the handler failed; the server carries on\n"
 static_assert(sizeof CSPD_CRASH_BODY - 1 == 69, "Content-Length above");
@@ -40,8 +40,10 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
     ThreadCrashContext& context = this_thread_crash_context();
     // Lock-free atomics: async-signal-safe. A thread with no slot of its own (watcher,
     // compiler) flags the process, so that the master blames no handler for it.
-    if (context.crash_flag) context.crash_flag->store(1, std::memory_order_relaxed);
-    else if (std::atomic<std::uint32_t>* flag = process_crash_flag()) flag->store(1, std::memory_order_relaxed);
+    if (context.crash_flag)
+        context.crash_flag->store(1, std::memory_order_relaxed);
+    else if (std::atomic<std::uint32_t>* flag = process_crash_flag())
+        flag->store(1, std::memory_order_relaxed);
     if (CrashClient& client = context.client; client.fd >= 0) {
         // The client is owed answers: those built before this request (pipelining), then a 500,
         // rather than a bare reset when the process dies. send(2) is async-signal-safe; if the
@@ -65,15 +67,17 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
     int n;
     if (handler) {
         n = std::snprintf(line, sizeof line,
-                          "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64
-                          " (%" PRIu64 " bytes, fnv %016" PRIx64 "), pid %d\n",
-                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name,
-                          handler->sequence, handler->size, handler->content_hash, static_cast<int>(::getpid()));
+                          "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64 " (%" PRIu64
+                          " bytes, fnv %016" PRIx64 "), pid %d\n",
+                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name, handler->sequence,
+                          handler->size, handler->content_hash, static_cast<int>(::getpid()));
     } else {
-        n = std::snprintf(line, sizeof line, "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n",
-                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, static_cast<int>(::getpid()));
+        n = std::snprintf(line, sizeof line,
+                          "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n", signal,
+                          sigdescr_np(signal), info ? info->si_addr : nullptr, static_cast<int>(::getpid()));
     }
-    if (n > 0) write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
+    if (n > 0)
+        write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
     write_all("cspd: backtrace:\n", 17);
     void* frames[64];
     int depth = ::backtrace(frames, 64);
@@ -83,7 +87,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
     ::raise(signal);
 }
 
-} // namespace
+}  // namespace
 
 void install_crash_reporter() {
     void* warm_up[1];
@@ -91,11 +95,11 @@ void install_crash_reporter() {
 
     install_thread_signal_stack();
 
-    struct sigaction action{};
+    struct sigaction action {};
     action.sa_sigaction = &on_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
     sigemptyset(&action.sa_mask);
     for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(signal, &action, nullptr);
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -10,4 +10,4 @@ namespace cspd {
 /// Installs the signal handlers (on an alternate stack, so a stack overflow is reported too).
 void install_crash_reporter();
 
-} // namespace cspd
+}  // namespace cspd

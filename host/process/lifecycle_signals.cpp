@@ -23,4 +23,4 @@ void unblock_lifecycle_signals() {
     ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
-} // namespace cspd
+}  // namespace cspd

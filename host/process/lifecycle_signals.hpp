@@ -13,4 +13,4 @@ void block_lifecycle_signals();
 /// Call once the signal_sets exist and before starting threads (they inherit the mask).
 void unblock_lifecycle_signals();
 
-} // namespace cspd
+}  // namespace cspd

@@ -31,4 +31,4 @@ void reopen_log_file(const std::filesystem::path& path) {
     }
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -13,4 +13,4 @@ void redirect_stderr_to(const std::filesystem::path& path);
 /// SIGUSR1: points standard error at a fresh `path`; on failure logs why and keeps the old file.
 void reopen_log_file(const std::filesystem::path& path);
 
-} // namespace cspd
+}  // namespace cspd

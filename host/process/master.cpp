@@ -45,8 +45,8 @@ struct Worker {
     Clock::time_point started;
     RestartBackoff backoff;
     Watchdog::Mark watchdog;
-    bool announced = false;     // "ready" logged for this pid
-    std::int64_t died_ns = 0;   // CLOCK_MONOTONIC when the previous one was reaped
+    bool announced = false;    // "ready" logged for this pid
+    std::int64_t died_ns = 0;  // CLOCK_MONOTONIC when the previous one was reaped
 };
 
 /// The listening sockets, opened here so that they outlive any worker.
@@ -179,9 +179,9 @@ private:
                         describe_exit(status));
             return;
         }
-        spdlog::log(clean ? spdlog::level::warn : spdlog::level::err,
-            "worker {} (pid {}) {}{}; starting a replacement", index, pid, describe_exit(status),
-            blamed.empty() ? "" : " while handler " + blamed.front().name + " was running");
+        spdlog::log(clean ? spdlog::level::warn : spdlog::level::err, "worker {} (pid {}) {}{}; starting a replacement",
+                    index, pid, describe_exit(status),
+                    blamed.empty() ? "" : " while handler " + blamed.front().name + " was running");
         if (!worker.watchdog.fired)  // the watchdog has already counted its own kill
             for (const auto& key : blamed) ledger_.count(key);
 
@@ -215,7 +215,8 @@ private:
             check_ready();
             if (watchdog_.enabled())
                 for (unsigned i = 0; i < workers_.size(); ++i)
-                    if (workers_[i].pid) watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
+                    if (workers_[i].pid)
+                        watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
             tick();
         });
     }
@@ -242,8 +243,8 @@ private:
             // Said once every worker has read the handlers folder: from here on, requests find them.
             spdlog::info("cspd listening on {}:{} with {} worker process(es) × {} event loop(s); handlers from {}, "
                          "static files from {}",
-                         config_.bind_address, port_, workers_.size(), config_.threads,
-                         config_.handlers_dir.string(), config_.www_dir.string());
+                         config_.bind_address, port_, workers_.size(), config_.threads, config_.handlers_dir.string(),
+                         config_.www_dir.string());
         }
     }
 
@@ -318,7 +319,7 @@ private:
     int exit_code_ = 0;
 };
 
-} // namespace
+}  // namespace
 
 Master::Master(Config config, std::vector<std::string> argv) : config_(std::move(config)), argv_(std::move(argv)) {}
 
@@ -332,4 +333,4 @@ int Master::run() {
     return supervisor.run();
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -32,4 +32,4 @@ private:
     std::vector<std::string> argv_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -26,4 +26,4 @@ private:
     unsigned quick_deaths_ = 0;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -2,16 +2,16 @@
 
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
-#include "serving/event_loop.hpp"
 #include "handler/compiler.hpp"
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
 #include "handler/watcher.hpp"
 #include "process/lifecycle_signals.hpp"
-#include "serving/listener.hpp"
 #include "process/log_file.hpp"
-#include "stats/shared_stats.hpp"
 #include "routing/static_files.hpp"
+#include "serving/event_loop.hpp"
+#include "serving/listener.hpp"
+#include "stats/shared_stats.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -19,8 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include <unistd.h>
@@ -43,7 +43,7 @@ std::filesystem::path scratch_parent() {
     const char* tmp = std::getenv("TMPDIR");
     return tmp && *tmp ? tmp : "/tmp";
 }
-} // namespace
+}  // namespace
 
 Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {}
 
@@ -134,8 +134,7 @@ int Server::run() {
     else
         spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
                      "from {}, static files from {}",
-                     config_.bind_address, port, loops.size(), config_.handlers_dir.string(),
-                     config_.www_dir.string());
+                     config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
 
     std::function<void()> wait_for_requests = [&] {
         requests.async_wait([&](boost::system::error_code ec, int signal) {
@@ -174,8 +173,7 @@ int Server::run() {
         });
     });
     // The watcher's events and the signal share this thread.
-    while (!stopping && control.run_one() > 0) {
-    }
+    while (!stopping && control.run_one() > 0) {}
     std::thread deadline_thread([&control] { control.run(); });
     for (auto& thread : threads) thread.join();
     control.stop();
@@ -183,9 +181,11 @@ int Server::run() {
 
     registry.clear();
     loops.clear();  // drops the last references: cleanup hooks run, libraries unload
-    if (role_) spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
-    else spdlog::info("cspd stopped");
+    if (role_)
+        spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
+    else
+        spdlog::info("cspd stopped");
     return 0;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -24,4 +24,4 @@ private:
     std::optional<WorkerRole> role_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -42,4 +42,4 @@ void Watchdog::check(unsigned index, pid_t pid, LoopSlot* slots, unsigned count,
     }
 }
 
-} // namespace cspd
+}  // namespace cspd

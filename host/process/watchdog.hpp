@@ -33,4 +33,4 @@ private:
     CrashLedger& ledger_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -12,4 +12,4 @@ struct WorkerRole {
     pid_t master = 0;
 };
 
-} // namespace cspd
+}  // namespace cspd

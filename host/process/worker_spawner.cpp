@@ -60,4 +60,4 @@ void WorkerSpawner::close_listeners() {
     status_listener_.reset();
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -38,4 +38,4 @@ private:
     UniqueFd status_listener_;
 };
 
-} // namespace cspd
+}  // namespace cspd

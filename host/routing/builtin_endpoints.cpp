@@ -53,4 +53,4 @@ HttpStatus BuiltinEndpoints::quarantined(Exchange& exchange) const {
                                "until a new version is dropped in\n");
 }
 
-} // namespace cspd
+}  // namespace cspd

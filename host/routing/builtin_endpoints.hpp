@@ -11,10 +11,10 @@ namespace cspd {
 struct SharedStats;
 
 struct BuiltinOptions {
-    bool probes = true;            ///< /-/healthy and /-/ready
-    bool status_endpoints = true;  ///< /-/status and /metrics (needs shared counters)
-    bool status_port_only = false; ///< …only on connections accepted on --status-listen
-    unsigned retry_after_s = 60;   ///< Retry-After of a quarantined handler's 503
+    bool probes = true;             ///< /-/healthy and /-/ready
+    bool status_endpoints = true;   ///< /-/status and /metrics (needs shared counters)
+    bool status_port_only = false;  ///< …only on connections accepted on --status-listen
+    unsigned retry_after_s = 60;    ///< Retry-After of a quarantined handler's 503
 };
 
 class BuiltinEndpoints {
@@ -40,4 +40,4 @@ private:
     const SharedStats* shared_ = nullptr;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -30,4 +30,4 @@ HttpStatus Exchange::method_not_allowed() {
     return send(head, "405 Method Not Allowed\n");
 }
 
-} // namespace cspd
+}  // namespace cspd

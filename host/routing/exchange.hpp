@@ -47,12 +47,12 @@ public:
     const ClientInfo& client;
     const bool keep_alive;
     const bool http10;
-    std::string_view path;    ///< decoded; set by the router once the target is checked
-    bool close_after = false; ///< the response said "Connection: close" on its own account
+    std::string_view path;     ///< decoded; set by the router once the target is checked
+    bool close_after = false;  ///< the response said "Connection: close" on its own account
 
 private:
     DateCache& date_;
     std::string& out_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -47,7 +47,7 @@ private:
     std::uint64_t started_ = 0;
 };
 
-} // namespace
+}  // namespace
 
 void HandlerCall::attach_stats(LoopSlot& slot) {
     slot_ = &slot;
@@ -93,4 +93,4 @@ HttpStatus HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange
     return exchange.send(head, reply_.body());
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -28,4 +28,4 @@ private:
     HandlerReply reply_;
 };
 
-} // namespace cspd
+}  // namespace cspd

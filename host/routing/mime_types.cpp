@@ -48,4 +48,4 @@ std::string_view content_type_for(std::string_view file_name) {
     return "application/octet-stream";
 }
 
-} // namespace cspd
+}  // namespace cspd

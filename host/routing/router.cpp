@@ -26,7 +26,7 @@ bool has_single_host(const HttpRequest& request) {
         if (h.name.size() == 4 && iequals(h.name, "host")) ++hosts;
     return hosts == 1;
 }
-} // namespace
+}  // namespace
 
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
@@ -91,4 +91,4 @@ HttpStatus Router::route(Exchange& exchange, StaticFiles::File& body_file) {
     return serve_static(www_, exchange, body_file);
 }
 
-} // namespace cspd
+}  // namespace cspd

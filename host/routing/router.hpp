@@ -20,8 +20,8 @@ struct SharedStats;
 /// What became of one request.
 struct Routed {
     HttpStatus status = HttpStatus::ok;
-    bool close_after = false;    ///< the response said "Connection: close" on its own account
-    StaticFiles::File body_file; ///< open when a large file's bytes follow the head on the wire
+    bool close_after = false;     ///< the response said "Connection: close" on its own account
+    StaticFiles::File body_file;  ///< open when a large file's bytes follow the head on the wire
 };
 
 class Router {
@@ -52,4 +52,4 @@ private:
     LoopSlot* slot_ = nullptr;
 };
 
-} // namespace cspd
+}  // namespace cspd

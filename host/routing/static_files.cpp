@@ -25,7 +25,7 @@ int open_beneath(int root_fd, const std::string& relative) {
     return static_cast<int>(fd);
 }
 
-} // namespace
+}  // namespace
 
 StaticFiles::StaticFiles(const std::filesystem::path& root)
     : root_(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) {
@@ -73,4 +73,4 @@ bool StaticFiles::read_into(const File& file, std::string& out) {
     return true;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -37,4 +37,4 @@ private:
     UniqueFd root_;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -11,15 +11,13 @@ namespace cspd {
 HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file) {
     const HttpRequest& request = exchange.request;
     if (request.method != "GET" && !request.head) return exchange.method_not_allowed();
-    if (has_unsafe_segment(exchange.path) || has_hidden_segment(exchange.path)) return exchange.error(HttpStatus::not_found);
+    if (has_unsafe_segment(exchange.path) || has_hidden_segment(exchange.path))
+        return exchange.error(HttpStatus::not_found);
     StaticFiles::File file;
     switch (www.open(exchange.path, file)) {
-    case StaticFiles::Outcome::found:
-        break;
-    case StaticFiles::Outcome::not_found:
-        return exchange.error(HttpStatus::not_found);
-    case StaticFiles::Outcome::forbidden:
-        return exchange.error(HttpStatus::forbidden);
+    case StaticFiles::Outcome::found: break;
+    case StaticFiles::Outcome::not_found: return exchange.error(HttpStatus::not_found);
+    case StaticFiles::Outcome::forbidden: return exchange.error(HttpStatus::forbidden);
     case StaticFiles::Outcome::redirect_to_slash: {
         // Location is built from the raw target's path so that encoding survives; leading slashes
         // collapse to one, or "//host/" would send the browser to another site.
@@ -48,4 +46,4 @@ HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles:
     return HttpStatus::ok;
 }
 
-} // namespace cspd
+}  // namespace cspd

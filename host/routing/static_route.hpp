@@ -15,4 +15,4 @@ inline constexpr std::size_t kStreamFileBytes = 256 * 1024;
 /// is opened: its bytes follow the head on the wire.
 HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file);
 
-} // namespace cspd
+}  // namespace cspd

@@ -20,8 +20,8 @@ struct HandlerSummary {
     VersionInfo newest{};  // the most recently loaded version any loop reports
     bool live = false;
     std::string refusal;
-    std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0,
-                  refusals = 0, crashes = 0;
+    std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0, refusals = 0,
+                                 crashes = 0;
     bool quarantined = false;
 };
 
@@ -104,7 +104,7 @@ void sample(std::string& out, const std::string& name, const std::string& labels
     out.append(" ").append(number).append("\n");
 }
 
-} // namespace
+}  // namespace
 
 std::string render_metrics(const SharedStats& stats) {
     const Summary sum = summarize(stats);
@@ -135,7 +135,8 @@ std::string render_metrics(const SharedStats& stats) {
             if (h.requests[c] || c == 1)
                 sample(out, "cspd_handler_requests_total",
                        "handler=\"" + label(name) + "\",code=\"" + kClasses[c] + "\"", double(h.requests[c]));
-    family(out, "cspd_handler_errors_total", "counter", "Handler calls that threw or returned no valid status (answered 500).");
+    family(out, "cspd_handler_errors_total", "counter",
+           "Handler calls that threw or returned no valid status (answered 500).");
     for (const auto& [name, h] : sum.handlers)
         sample(out, "cspd_handler_errors_total", "handler=\"" + label(name) + "\"", double(h.errors));
     family(out, "cspd_handler_duration_seconds", "histogram", "Time spent in the handler, per call.");
@@ -145,8 +146,10 @@ std::string render_metrics(const SharedStats& stats) {
         for (unsigned b = 0; b < kLatencyBuckets; ++b) {
             cumulative += h.latency[b];
             char le[32];
-            if (b < std::size(kLatencyBounds)) std::snprintf(le, sizeof le, "%g", kLatencyBounds[b]);
-            else std::snprintf(le, sizeof le, "+Inf");
+            if (b < std::size(kLatencyBounds))
+                std::snprintf(le, sizeof le, "%g", kLatencyBounds[b]);
+            else
+                std::snprintf(le, sizeof le, "+Inf");
             sample(out, "cspd_handler_duration_seconds_bucket", base + ",le=\"" + le + "\"", double(cumulative));
         }
         sample(out, "cspd_handler_duration_seconds_sum", base, double(h.latency_sum_ns) * 1e-9);
@@ -155,10 +158,12 @@ std::string render_metrics(const SharedStats& stats) {
     family(out, "cspd_handler_loads_total", "counter", "Handler versions loaded (each worker process loads its own).");
     for (const auto& [name, h] : sum.handlers)
         sample(out, "cspd_handler_loads_total", "handler=\"" + label(name) + "\"", double(h.loads));
-    family(out, "cspd_handler_refusals_total", "counter", "Handler files refused (each worker process checks its own).");
+    family(out, "cspd_handler_refusals_total", "counter",
+           "Handler files refused (each worker process checks its own).");
     for (const auto& [name, h] : sum.handlers)
         sample(out, "cspd_handler_refusals_total", "handler=\"" + label(name) + "\"", double(h.refusals));
-    family(out, "cspd_handler_crashes_total", "counter", "Worker processes lost to a crash or watchdog in this handler.");
+    family(out, "cspd_handler_crashes_total", "counter",
+           "Worker processes lost to a crash or watchdog in this handler.");
     for (const auto& [name, h] : sum.handlers)
         sample(out, "cspd_handler_crashes_total", "handler=\"" + label(name) + "\"", double(h.crashes));
     family(out, "cspd_handler_quarantined", "gauge", "1 while the live version of this handler is quarantined.");
@@ -219,4 +224,4 @@ std::string render_status(const SharedStats& stats) {
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -12,4 +12,4 @@ struct SharedStats;
 std::string render_metrics(const SharedStats& stats);
 std::string render_status(const SharedStats& stats);
 
-} // namespace cspd
+}  // namespace cspd

@@ -21,7 +21,7 @@ namespace {
 constexpr int kBatch = 64;
 
 bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
-} // namespace
+}  // namespace
 
 Acceptor::Acceptor(asio::io_context& io, std::string name, OnAccepted on_accepted)
     : acceptor_(io), retry_(io), name_(std::move(name)), on_accepted_(std::move(on_accepted)) {}
@@ -115,4 +115,4 @@ void Acceptor::pause_after_error(int err) {
     });
 }
 
-} // namespace cspd
+}  // namespace cspd

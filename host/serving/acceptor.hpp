@@ -49,4 +49,4 @@ private:
     bool closed_ = false;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -25,10 +25,9 @@ void BufferPool::release(char* buffer) noexcept {
         try {
             free_.push_back(buffer);  // reserved below kPooled: does not allocate after the first growth
             return;
-        } catch (...) {
-        }
+        } catch (...) {}
     }
     ::munmap(buffer, kBufferSize);
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -28,4 +28,4 @@ private:
     std::vector<char*> free_;
 };
 
-} // namespace cspd
+}  // namespace cspd

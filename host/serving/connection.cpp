@@ -29,7 +29,7 @@ constexpr std::uint32_t kWriteTimeoutS = 30;
 // After an error response, unread input is drained this long before closing, so the
 // kernel does not answer it with a reset that could destroy the response in flight.
 constexpr std::uint32_t kLingerS = 2;
-} // namespace
+}  // namespace
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
     : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io.get_executor()),
@@ -96,10 +96,9 @@ void Connection::read_now() {
 void Connection::read() {
     if (!ensure_registered() || !ensure_buffer()) return;
     state_ = State::reading;
-    socket_.async_read_some(asio::buffer(buffer_, BufferPool::kBufferSize),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                                self->on_read(ec, n);
-                            });
+    socket_.async_read_some(
+        asio::buffer(buffer_, BufferPool::kBufferSize),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) { self->on_read(ec, n); });
 }
 
 void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -199,9 +198,7 @@ void Connection::on_parse_failure(HttpParser::Status status) {
         // The request before the upgrade was answered; we speak no other protocol.
         closing_ = true;
         return;
-    default:
-        spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason());
-        break;
+    default: spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason()); break;
     }
     append_error(loop_.output, code, loop_.date.now(), false, false);
     closing_ = true;
@@ -211,16 +208,12 @@ void Connection::on_parse_failure(HttpParser::Status status) {
 bool Connection::after_write(OutputQueue::Written written) {
     if (written.bytes > 0) last_write_ = loop_.now;
     switch (written.progress) {
-    case OutputQueue::Progress::done:
-        return true;
-    case OutputQueue::Progress::would_block:
-        wait_writable();
-        return false;
+    case OutputQueue::Progress::done: return true;
+    case OutputQueue::Progress::would_block: wait_writable(); return false;
     case OutputQueue::Progress::file_shrank:
         spdlog::warn("client {}:{}: static file shrank while being sent; closing", address_, port_);
         break;
-    case OutputQueue::Progress::failed:
-        break;
+    case OutputQueue::Progress::failed: break;
     }
     close();
     return false;
@@ -320,8 +313,7 @@ void Connection::on_tick(std::uint32_t now) {
     case State::lingering:
         if (now - last_write_ >= kLingerS) close();
         break;
-    case State::closed:
-        break;
+    case State::closed: break;
     }
 }
 
@@ -344,4 +336,4 @@ void Connection::close() {
     fd_ = -1;
 }
 
-} // namespace cspd
+}  // namespace cspd

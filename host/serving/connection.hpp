@@ -19,9 +19,9 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
-#include <vector>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cspd {
 
@@ -88,11 +88,12 @@ private:
     int fd_;
     bool ipv6_;
     // The io_context's own executor type: 8 bytes where any_io_executor takes 48, in every connection.
-    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type> socket_;  // owns fd_ once registered
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>
+        socket_;  // owns fd_ once registered
     HttpParser parser_;
-    char* buffer_ = nullptr;        // lent by the loop while reading
-    std::string pending_input_;     // bytes read but not parsed yet (after a pause)
-    OutputQueue queued_;            // what the socket has not taken yet (usually nothing)
+    char* buffer_ = nullptr;     // lent by the loop while reading
+    std::string pending_input_;  // bytes read but not parsed yet (after a pause)
+    OutputQueue queued_;         // what the socket has not taken yet (usually nothing)
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written
     bool park_requested_ = false;   // the pending read was cancelled to park
@@ -102,7 +103,7 @@ private:
     std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
     std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
     std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
-    char address_[46] = {};         // INET6_ADDRSTRLEN
+    char address_[46] = {};              // INET6_ADDRSTRLEN
     unsigned short port_ = 0;
     bool status_port_ = false;
 };
@@ -116,4 +117,4 @@ void ConnectionList::for_each(Visit&& visit) {
     }
 }
 
-} // namespace cspd
+}  // namespace cspd

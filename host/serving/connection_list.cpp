@@ -19,11 +19,13 @@ void ConnectionList::attach(Connection* c) {
 void ConnectionList::detach(Connection* c) {
     --size_;
     if (slot_) slot_->open_connections.store(size_, std::memory_order_relaxed);
-    if (c->prev) c->prev->next = c->next;
-    else if (head_ == c) head_ = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (head_ == c)
+        head_ = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = nullptr;
     if (!head_ && on_emptied_) on_emptied_();
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -35,4 +35,4 @@ private:
     std::function<void()> on_emptied_;
 };
 
-} // namespace cspd
+}  // namespace cspd

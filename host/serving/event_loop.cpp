@@ -20,8 +20,11 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
-      router_(handlers_, www, date_, options.routing, &context_.draining),
-      context_{io_, options.connection, router_, date_, buffers_, connections_, {}, false, 0},
+      router_(handlers_, www, date_, options.routing, &context_.draining), context_{io_,      options.connection,
+                                                                                    router_,  date_,
+                                                                                    buffers_, connections_,
+                                                                                    {},       false,
+                                                                                    0},
       acceptor_(io_, "loop " + std::to_string(index),
                 [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, false); }),
       status_acceptor_(io_, "loop " + std::to_string(index) + " (status address)",
@@ -128,4 +131,4 @@ void EventLoop::tick() {
     });
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -80,4 +80,4 @@ private:
     LoopSlot* slot_ = nullptr;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -17,7 +17,7 @@ namespace {
     if (fd >= 0) ::close(fd);
     throw std::system_error(err, std::system_category(), what);
 }
-} // namespace
+}  // namespace
 
 int open_listener(const std::string& address, unsigned short port) {
     sockaddr_storage storage{};
@@ -79,4 +79,4 @@ unsigned short bound_port(int fd) {
     return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
 }
 
-} // namespace cspd
+}  // namespace cspd

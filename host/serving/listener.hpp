@@ -22,4 +22,4 @@ HostPort parse_host_port(const std::string& text);
 /// The port a socket is bound to.
 unsigned short bound_port(int fd);
 
-} // namespace cspd
+}  // namespace cspd

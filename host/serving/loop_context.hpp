@@ -38,4 +38,4 @@ struct LoopContext {
     std::uint32_t now = 0;
 };
 
-} // namespace cspd
+}  // namespace cspd

@@ -75,4 +75,4 @@ void OutputQueue::release_memory() {
     if (empty()) std::vector<Item>().swap(items_), front_ = 0;
 }
 
-} // namespace cspd
+}  // namespace cspd

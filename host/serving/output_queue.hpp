@@ -55,4 +55,4 @@ private:
     std::size_t waiting_ = 0;  // bytes not yet written, over all items
 };
 
-} // namespace cspd
+}  // namespace cspd

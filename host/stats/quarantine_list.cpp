@@ -38,4 +38,4 @@ bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64
     });
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -15,4 +15,4 @@ void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t 
 /// True if (name, size, hash) is in the list. One relaxed load while the list is empty.
 bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept;
 
-} // namespace cspd
+}  // namespace cspd

@@ -10,8 +10,8 @@
 #include <ctime>
 #include <new>
 #include <stdexcept>
-#include <utility>
 #include <system_error>
+#include <utility>
 
 namespace cspd {
 namespace {
@@ -22,7 +22,7 @@ SharedStats* map_segment(int fd) {
     if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "mmap of the shared counters");
     return static_cast<SharedStats*>(memory);
 }
-} // namespace
+}  // namespace
 
 SharedStatsMapping SharedStatsMapping::create() {
     // Close-on-exec: workers get it by an explicit dup2 at spawn, nothing else inherits it.
@@ -75,4 +75,4 @@ HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept {
     return nullptr;
 }
 
-} // namespace cspd
+}  // namespace cspd

@@ -17,7 +17,7 @@
 
 namespace cspd {
 
-inline constexpr unsigned kMaxSlots = 64;            ///< event loops over all processes
+inline constexpr unsigned kMaxSlots = 64;             ///< event loops over all processes
 inline constexpr unsigned kMaxTrackedHandlers = 128;  ///< handler names with their own counters, per slot
 inline constexpr unsigned kMaxQuarantined = 32;
 inline constexpr std::size_t kStatsNameBytes = 128;  ///< longer handler names are served but not tracked
@@ -32,8 +32,7 @@ inline void bump(Counter& counter, std::uint64_t by = 1) noexcept {
 inline std::uint64_t read(const Counter& counter) noexcept { return counter.load(std::memory_order_relaxed); }
 
 /// Upper bounds of the handler latency histogram, seconds (Prometheus "le"); +Inf is implied.
-inline constexpr double kLatencyBounds[] = {0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005,
-                                            0.01,    0.05,    0.1,    0.5,    1,     5};
+inline constexpr double kLatencyBounds[] = {0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 inline constexpr unsigned kLatencyBuckets = std::size(kLatencyBounds) + 1;
 
 /// "2xx" etc.: index 0 for 1xx … 4 for 5xx.
@@ -45,19 +44,19 @@ struct VersionInfo {
     char name[kStatsNameBytes]{};
     std::uint64_t sequence = 0, size = 0, content_hash = 0;
     std::int64_t mtime_ns = 0, loaded_unix_ms = 0;
-    bool live = false;                 // a version is installed (else removed, or only ever refused)
-    char refusal[192]{};               // the last refusal's reason, if any
+    bool live = false;    // a version is installed (else removed, or only ever refused)
+    char refusal[192]{};  // the last refusal's reason, if any
 };
 
 /// One handler name as seen by one event loop.
 struct HandlerStats {
     std::atomic<std::uint32_t> in_use{0};  // set once the name is written
     Seqlock<VersionInfo> info;
-    Counter requests[5];                   // by status class
-    Counter errors;                        // threw, or returned no valid status
-    Counter latency[kLatencyBuckets];      // handler time, by kLatencyBounds
+    Counter requests[5];               // by status class
+    Counter errors;                    // threw, or returned no valid status
+    Counter latency[kLatencyBuckets];  // handler time, by kLatencyBounds
     Counter latency_sum_ns;
-    Counter loads, refusals;               // bumped by one loop per process
+    Counter loads, refusals;  // bumped by one loop per process
 };
 
 /// One event loop: its process, its counters, what it is running right now.
@@ -75,7 +74,7 @@ struct LoopSlot {
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
     Counter open_connections, accepted_connections;
-    Counter requests[5];                               // every response, by status class
+    Counter requests[5];  // every response, by status class
     HandlerStats handlers[kMaxTrackedHandlers];
 };
 
@@ -101,8 +100,8 @@ struct SharedStats {
     std::int64_t started_unix_ms = 0;
     std::atomic<std::uint32_t> slot_count{0};
     Counter worker_restarts;
-    Seqlock<QuarantineList> quarantine;           // written by the master (stats/quarantine_list)
-    std::atomic<std::uint32_t> quarantined{0};    // its count, so that the request path checks one word
+    Seqlock<QuarantineList> quarantine;         // written by the master (stats/quarantine_list)
+    std::atomic<std::uint32_t> quarantined{0};  // its count, so that the request path checks one word
     CrashCount crashes[kMaxTrackedHandlers];
     LoopSlot slots[kMaxSlots];
 };
@@ -141,4 +140,4 @@ inline VersionInfo snapshot(const Seqlock<VersionInfo>& info) noexcept {
     return copy;
 }
 
-} // namespace cspd
+}  // namespace cspd

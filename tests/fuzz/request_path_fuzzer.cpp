@@ -64,7 +64,7 @@ Harness& harness() {
     return h;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     Harness& h = harness();

@@ -37,6 +37,6 @@ int handle(const csp_request* raw_request, csp_reply* raw_reply) {
     reply << "hits " << std::to_string(n);
     return 200;
 }
-} // namespace
+}  // namespace
 
 CSP_HANDLER_WITH_HOOKS(handle, init, cleanup)

@@ -17,7 +17,9 @@ std::string source(const std::string& greeting) {
            "static int handle(const csp_request*, csp_reply* out) {\n"
            "    csp::reply reply(out);\n"
            "    reply.content_type(\"text/plain\");\n"
-           "    reply << \"" + greeting + "\";\n"
+           "    reply << \"" +
+           greeting +
+           "\";\n"
            "    return 200;\n"
            "}\n"
            "CSP_HANDLER(handle)\n";
@@ -50,9 +52,9 @@ TEST(Compile, CompilesADroppedSourceAndRecompilesOnSave) {
 
 TEST(Compile, CompilesCSources) {
     TestServer server({"--compile"});
-    write(server.handlers() / "plain.c",
-          "#include <csp/csp.h>\nstatic int h(const csp_request *r, csp_reply *o) { (void)r; csp_reply_puts(o, \"from C\"); "
-          "return 200; }\nCSP_HANDLER(h)\n");
+    write(server.handlers() / "plain.c", "#include <csp/csp.h>\nstatic int h(const csp_request *r, csp_reply *o) { "
+                                         "(void)r; csp_reply_puts(o, \"from C\"); "
+                                         "return 200; }\nCSP_HANDLER(h)\n");
     EXPECT_TRUE(serves(server.port(), "/csp/plain", 200, "from C"));
 }
 
@@ -135,5 +137,5 @@ TEST(Compile, SourcesAreIgnoredWithoutTheFlag) {
     EXPECT_EQ(fetch(server.port(), "/csp/page")->status, 404);
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

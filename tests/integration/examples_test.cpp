@@ -48,7 +48,8 @@ TEST_F(ExamplesTest, FormEchoReadsFormsAndJson) {
     EXPECT_EQ(echoed->header("content-type"), "application/json");
     EXPECT_EQ(echoed->body, json);
     EXPECT_EQ(send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx")
-                  ->status, 415);
+                  ->status,
+              415);
     auto get = fetch(server.port(), "/csp/form_echo");
     EXPECT_EQ(get->status, 405);
     EXPECT_EQ(get->header("allow"), "POST");
@@ -94,5 +95,5 @@ TEST_F(ExamplesTest, PixelSendsBinaryBytes) {
     EXPECT_EQ(static_cast<unsigned char>(r->body[57]), 0);    // padding: NUL inside the body
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

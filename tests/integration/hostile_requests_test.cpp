@@ -53,12 +53,14 @@ std::vector<Case> cases() {
         {"transfer-encoding not ending in chunked",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400},
         {"unknown transfer-encoding", "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\nabc", 400},
-        {"bad chunk size", "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400},
+        {"bad chunk size",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400},
         {"chunk size overflow",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nab\r\n", 400},
         {"chunk longer than its size",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd\r\n0\r\n\r\n", 400},
-        {"chunk without crlf", "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab0\r\n\r\n", 400},
+        {"chunk without crlf",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab0\r\n\r\n", 400},
         {"chunk extension with a control byte",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2;\x01\r\nab\r\n0\r\n\r\n", 400},
         {"obsolete line folding", "GET /csp/hello HTTP/1.1\r\nHost: h\r\nX-Folded: a\r\n b\r\n\r\n", 400},
@@ -93,8 +95,8 @@ std::vector<Case> cases() {
         {"too many headers", get("/csp/hello", many_headers), 431},
         {"declared body over 1 MiB", "POST /csp/echo HTTP/1.1\r\nHost: h\r\nContent-Length: 2000000\r\n\r\n", 413},
         {"chunked body over 1 MiB",
-         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n" + std::string(0x100000, 'b') +
-             "\r\n10\r\n" + std::string(16, 'c') + "\r\n0\r\n\r\n",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n" +
+             std::string(0x100000, 'b') + "\r\n10\r\n" + std::string(16, 'c') + "\r\n0\r\n\r\n",
          413},
         {"expect-continue with too large a body",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n", 413},
@@ -155,8 +157,8 @@ TEST_F(HostileRequestsTest, EachGetsItsExactStatusAndTheServerGoesOn) {
             client.send(c.request);
             r = client.read_response(c.request.rfind("HEAD ", 0) == 0);
             // After a malformed request nothing on the connection can be trusted: it is closed.
-            const bool malformed = r && (r->status == 400 || r->status == 413 || r->status == 414 ||
-                                         r->status == 431 || r->status == 505);
+            const bool malformed =
+                r && (r->status == 400 || r->status == 413 || r->status == 414 || r->status == 431 || r->status == 505);
             if (malformed) {
                 EXPECT_EQ(r->header("connection"), "close");
             }
@@ -173,5 +175,5 @@ TEST_F(HostileRequestsTest, EachGetsItsExactStatusAndTheServerGoesOn) {
     }
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

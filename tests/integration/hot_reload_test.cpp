@@ -93,8 +93,7 @@ TEST_F(HotReloadTest, TwoHundredReplacementsUnderLoadFailNoRequest) {
             try {
                 if (!keep_alive || !client) client = std::make_unique<HttpClient>(server.port());
                 r = client->get("/csp/versioned");
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
             if (r && r->status == 200 && (r->body == "version 1" || r->body == "version 2")) {
                 ++ok;
             } else {
@@ -130,5 +129,5 @@ TEST_F(HotReloadTest, TwoHundredReplacementsUnderLoadFailNoRequest) {
         << server.handler_mappings() << " mappings, one version has " << mappings_one_version;
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

@@ -72,14 +72,20 @@ TEST(Lifecycle, SaysWhyWhenThePortIsTaken) {
 TEST(Lifecycle, StopsOnSigtermWithExitCodeZero) {
     TestServer server;
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
-    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    ASSERT_TRUE(eventually([&] {
+        auto r = fetch(server.port(), "/csp/hello");
+        return r && r->status == 200;
+    }));
     EXPECT_EQ(server.stop(), 0);
 }
 
 TEST(Lifecycle, FinishesInFlightRequestsWhenStopping) {
     TestServer server;
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
-    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    ASSERT_TRUE(eventually([&] {
+        auto r = fetch(server.port(), "/csp/hello");
+        return r && r->status == 200;
+    }));
     // A request whose head is half sent when SIGTERM arrives is still answered.
     HttpClient client(server.port());
     client.send("GET /csp/hello HTTP/1.1\r\nHost: h\r\n");
@@ -97,7 +103,10 @@ TEST(Lifecycle, FinishesInFlightRequestsWhenStopping) {
 TEST(Lifecycle, ClosesIdleKeepAliveConnectionsWhenStopping) {
     TestServer server;
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
-    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    ASSERT_TRUE(eventually([&] {
+        auto r = fetch(server.port(), "/csp/hello");
+        return r && r->status == 200;
+    }));
     HttpClient idle(server.port());
     ASSERT_TRUE(idle.get("/csp/hello"));
     auto started = std::chrono::steady_clock::now();
@@ -124,7 +133,10 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
         EXPECT_TRUE(server.wait_for_log("cspd: backtrace:"));
         // The master saw the real cause of death and put a new worker in its place.
         EXPECT_TRUE(server.wait_for_log("killed by signal")) << server.log();
-        EXPECT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/crash?how=no"); return r && r->status == 200; }));
+        EXPECT_TRUE(eventually([&] {
+            auto r = fetch(server.port(), "/csp/crash?how=no");
+            return r && r->status == 200;
+        }));
         EXPECT_EQ(server.stop(), 0);
     }
 }
@@ -178,11 +190,14 @@ TEST(Lifecycle, ProbesCanBeTurnedOff) {
 TEST(Lifecycle, ClosesIdleConnectionsAfterTheKeepAliveTimeout) {
     TestServer server({"--keepalive-timeout", "1"});
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
-    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    ASSERT_TRUE(eventually([&] {
+        auto r = fetch(server.port(), "/csp/hello");
+        return r && r->status == 200;
+    }));
     HttpClient idle(server.port(), 5s);
     ASSERT_TRUE(idle.get("/csp/hello"));
     EXPECT_TRUE(idle.closed_by_peer());
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

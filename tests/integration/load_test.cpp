@@ -11,13 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <algorithm>
 #include <thread>
 
 namespace cspd::test {
@@ -34,7 +34,9 @@ std::size_t rss_kib(pid_t pid) {
 
 std::size_t open_fds(pid_t pid) {
     std::size_t n = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+        ++n;
     return n;
 }
 
@@ -98,7 +100,10 @@ TEST(Load, TenThousandConnectionsSoakWithFlatMemoryAndNoFdLeak) {
     TestServer server({"--max-connections", "15000"}, false);
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
     server.start();
-    ASSERT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }));
+    ASSERT_TRUE(eventually([&] {
+        auto r = fetch(server.port(), "/csp/hello");
+        return r && r->status == 200;
+    }));
     const pid_t serving = server.worker_pid();  // the worker holds the connections
     const std::size_t fds_before = open_fds(serving);
 
@@ -112,7 +117,8 @@ TEST(Load, TenThousandConnectionsSoakWithFlatMemoryAndNoFdLeak) {
     options.duration = std::chrono::seconds(seconds);
     options.every_second = [&](int elapsed) {
         const std::size_t rss = rss_kib(serving);
-        if (std::getenv("CSPD_SOAK_TRACE")) std::fprintf(stderr, "t=%d rss=%zu KiB fds=%zu\n", elapsed, rss, open_fds(serving));
+        if (std::getenv("CSPD_SOAK_TRACE"))
+            std::fprintf(stderr, "t=%d rss=%zu KiB fds=%zu\n", elapsed, rss, open_fds(serving));
         if (elapsed >= warm_up) samples.push_back(rss);
     };
     LoadResult result = run_load(options);
@@ -182,7 +188,12 @@ TEST(Load, RunningOutOfDescriptorsNeitherSpinsNorStopsTheServer) {
     EXPECT_LT(used, sysconf(_SC_CLK_TCK) / 2) << "clock ticks of server CPU in one second of EMFILE";
     // Descriptors come back: the server serves again, including the clients that waited.
     clients.erase(clients.begin(), clients.begin() + 40);
-    EXPECT_TRUE(eventually([&] { auto r = fetch(server.port(), "/csp/hello"); return r && r->status == 200; }, 5s));
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto r = fetch(server.port(), "/csp/hello");
+            return r && r->status == 200;
+        },
+        5s));
     std::size_t answered = 0;
     for (auto& c : clients)
         if (auto r = c->read_response(); r && r->status == 200) ++answered;
@@ -205,8 +216,11 @@ TEST(Load, RefusesConnectionsOverTheLimitCleanly) {
     EXPECT_EQ(r->status, 503);
     EXPECT_TRUE(server.wait_for_log("refusing new ones with 503"));
     held.pop_back();  // a slot frees up: service resumes
-    EXPECT_TRUE(eventually([&] { auto ok = fetch(server.port(), "/csp/hello"); return ok && ok->status == 200; }));
+    EXPECT_TRUE(eventually([&] {
+        auto ok = fetch(server.port(), "/csp/hello");
+        return ok && ok->status == 200;
+    }));
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

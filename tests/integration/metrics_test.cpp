@@ -118,13 +118,12 @@ TEST(Metrics, ParseAsPrometheusTextAndCountExactlyWhatWasSentAcrossWorkers) {
     EXPECT_EQ(samples.at("cspd_worker_restarts_total"), 0);
     EXPECT_GE(samples.at("cspd_connections_total"), 65);
     // Only the /metrics request's own connection stays; the others close as their fetch ends.
-    EXPECT_TRUE(eventually([&] {
-        return parse_exposition(fetch(server.port(), "/metrics")->body).at("cspd_open_connections") == 1;
-    }));
+    EXPECT_TRUE(eventually(
+        [&] { return parse_exposition(fetch(server.port(), "/metrics")->body).at("cspd_open_connections") == 1; }));
     // Buckets are cumulative.
     double previous = 0;
-    for (const char* le : {"1e-05", "5e-05", "0.0001", "0.0005", "0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1",
-                           "5", "+Inf"}) {
+    for (const char* le :
+         {"1e-05", "5e-05", "0.0001", "0.0005", "0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1", "5", "+Inf"}) {
         const double value =
             samples.at(std::string(R"(cspd_handler_duration_seconds_bucket{handler="xpng",le=")") + le + "\"}");
         EXPECT_GE(value, previous) << le;
@@ -165,8 +164,7 @@ TEST(Metrics, ReportsRefusedHandlers) {
     })) << fetch(server.port(), "/-/status")->body;
     const auto doc = nlohmann::json::parse(fetch(server.port(), "/-/status")->body);
     ASSERT_EQ(doc.at("handlers").size(), 1u);
-    EXPECT_NE(doc["handlers"][0].at("last_refusal").get<std::string>().find("ABI"), std::string::npos)
-        << doc.dump(2);
+    EXPECT_NE(doc["handlers"][0].at("last_refusal").get<std::string>().find("ABI"), std::string::npos) << doc.dump(2);
     const auto samples = parse_exposition(fetch(server.port(), "/metrics")->body);
     EXPECT_EQ(samples.at(R"(cspd_handler_refusals_total{handler="bad_abi"})"), 1);
 }
@@ -205,5 +203,5 @@ TEST(Metrics, CanBeTurnedOff) {
     EXPECT_EQ(fetch(server.port(), "/-/healthy")->status, 200);
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

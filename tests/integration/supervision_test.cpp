@@ -27,7 +27,8 @@ using namespace std::chrono_literals;
 std::set<unsigned long> socket_inodes(pid_t pid) {
     std::set<unsigned long> inodes;
     const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-    for (const auto& entry : std::filesystem::directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied)) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied)) {
         std::error_code ec;
         const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
         if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(std::stoul(target.substr(8)));
@@ -293,8 +294,7 @@ TEST(Supervision, SigtermUnderLoadLosesNoAcceptedRequest) {
                     std::optional<HttpResponse> r;
                     try {
                         r = client->get("/csp/hello");
-                    } catch (const std::exception&) {
-                    }
+                    } catch (const std::exception&) {}
                     if (r && r->status == 200) {
                         answered++;
                         if (r->header("connection") == "close") break;
@@ -352,10 +352,13 @@ TEST(Supervision, SighupRereadsTheFolderAndSigusr1ReopensTheLog) {
     // logrotate: move the file away, then SIGUSR1; every process writes to a new file at the path.
     std::filesystem::rename(log_file, logs.path() / "cspd.log.1");
     ::kill(server.pid(), SIGUSR1);
-    ASSERT_TRUE(eventually([&] {
-        const std::string text = server.log();
-        return text.find("SIGUSR1: reopened") != text.rfind("SIGUSR1: reopened");  // master and worker
-    }, 5s)) << server.log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            const std::string text = server.log();
+            return text.find("SIGUSR1: reopened") != text.rfind("SIGUSR1: reopened");  // master and worker
+        },
+        5s))
+        << server.log();
     std::ifstream old(logs.path() / "cspd.log.1");
     const std::string rotated((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
     EXPECT_NE(rotated.find("listening on"), std::string::npos);
@@ -368,5 +371,5 @@ TEST(Supervision, SighupRereadsTheFolderAndSigusr1ReopensTheLog) {
     EXPECT_EQ(server.stop(), 0);
 }
 
-} // namespace
-} // namespace cspd::test
+}  // namespace
+}  // namespace cspd::test

@@ -147,4 +147,4 @@ std::optional<HttpResponse> fetch(unsigned short port, const std::string& target
     return ::testing::AssertionSuccess();
 }
 
-} // namespace cspd::test
+}  // namespace cspd::test

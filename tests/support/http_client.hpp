@@ -57,4 +57,4 @@ private:
 /// One request on a new connection, closed afterwards.
 std::optional<HttpResponse> fetch(unsigned short port, const std::string& target);
 
-} // namespace cspd::test
+}  // namespace cspd::test

@@ -34,7 +34,7 @@ std::size_t complete_response(const std::string& in, int& status) {
     return in.size() >= total ? total : 0;
 }
 
-} // namespace
+}  // namespace
 
 LoadResult run_load(const LoadOptions& options) {
     LoadResult result;
@@ -108,8 +108,10 @@ LoadResult run_load(const LoadOptions& options) {
                 int status = 0;
                 while (std::size_t used = complete_response(c.in, status)) {
                     c.in.erase(0, used);
-                    if (status == 200) ++result.responses;
-                    else ++result.bad_status;
+                    if (status == 200)
+                        ++result.responses;
+                    else
+                        ++result.bad_status;
                     if (::send(c.fd, options.request.data(), options.request.size(), MSG_NOSIGNAL) !=
                         static_cast<ssize_t>(options.request.size())) {
                         fail();
@@ -131,4 +133,4 @@ LoadResult run_load(const LoadOptions& options) {
     return result;
 }
 
-} // namespace cspd::test
+}  // namespace cspd::test

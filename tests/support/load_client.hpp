@@ -28,4 +28,4 @@ struct LoadOptions {
 
 LoadResult run_load(const LoadOptions& options);
 
-} // namespace cspd::test
+}  // namespace cspd::test

@@ -54,7 +54,7 @@ void write_file(const std::filesystem::path& to, const std::string& bytes, int f
     }
     ::close(fd);
 }
-} // namespace
+}  // namespace
 
 void install_by_rename(const std::filesystem::path& from, const std::filesystem::path& to) {
     const std::filesystem::path temporary = to.parent_path() / ("." + to.filename().string() + ".part");
@@ -66,4 +66,4 @@ void install_in_place(const std::filesystem::path& from, const std::filesystem::
     write_file(to, read_file(from), O_CREAT | O_TRUNC);
 }
 
-} // namespace cspd::test
+}  // namespace cspd::test

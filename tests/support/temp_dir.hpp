@@ -31,4 +31,4 @@ void install_in_place(const std::filesystem::path& from, const std::filesystem::
 
 std::string read_file(const std::filesystem::path& file);
 
-} // namespace cspd::test
+}  // namespace cspd::test

@@ -36,8 +36,8 @@ TestServer::~TestServer() {
 }
 
 void TestServer::start() {
-    std::vector<std::string> args{CSPD_BINARY, "--port", "0", "--bind", "127.0.0.1", "--handlers", handlers_.string(),
-                                  "--www", www_.string(), "--log-level", "debug"};
+    std::vector<std::string> args{CSPD_BINARY,        "--port", "0",           "--bind",      "127.0.0.1", "--handlers",
+                                  handlers_.string(), "--www",  www_.string(), "--log-level", "debug"};
     const auto given = [&](const char* flag) {
         return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
     };
@@ -146,4 +146,4 @@ std::size_t TestServer::handler_mappings() const {
     return count;
 }
 
-} // namespace cspd::test
+}  // namespace cspd::test

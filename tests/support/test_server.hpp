@@ -55,10 +55,12 @@ bool eventually(Condition condition, std::chrono::milliseconds timeout = std::ch
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (condition()) return true;
-        struct timespec ts{0, 5'000'000};
+        struct timespec ts {
+            0, 5'000'000
+        };
         nanosleep(&ts, nullptr);
     }
     return condition();
 }
 
-} // namespace cspd::test
+}  // namespace cspd::test

@@ -59,5 +59,5 @@ TEST(Seqlock, AWriterThatDiedMidUpdateDoesNotHangReadersOrTheNextWriter) {
     EXPECT_EQ(lock.read().b, 2u);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

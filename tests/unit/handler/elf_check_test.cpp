@@ -15,8 +15,8 @@ TEST(ElfCheck, AcceptsABuiltHandler) {
 TEST(ElfCheck, RefusesEveryTruncation) {
     std::string image = test::read_file(test::shipped_handler("hello.so"));
     // Every cut that drops bytes the loader would map or read must be caught.
-    for (std::size_t keep : {std::size_t{0}, std::size_t{10}, std::size_t{64}, image.size() / 4, image.size() / 2,
-                             image.size() - 1}) {
+    for (std::size_t keep :
+         {std::size_t{0}, std::size_t{10}, std::size_t{64}, image.size() / 4, image.size() / 2, image.size() - 1}) {
         const ElfVerdict verdict = check_elf_image(std::string_view(image).substr(0, keep));
         EXPECT_TRUE(verdict.problem == ElfProblem::too_short || verdict.problem == ElfProblem::truncated)
             << "kept " << keep << ": " << verdict.reason;
@@ -30,5 +30,5 @@ TEST(ElfCheck, RefusesNonElfAndNonSharedObjects) {
     EXPECT_EQ(check_elf_image(image).problem, ElfProblem::wrong_kind);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

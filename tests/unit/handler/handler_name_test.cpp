@@ -24,5 +24,5 @@ TEST(HandlerName, KnowsWhichFilesAreHandlers) {
     EXPECT_EQ(handler_name_of_file("hello.so.tmp"), "");
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

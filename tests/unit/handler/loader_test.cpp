@@ -118,5 +118,5 @@ TEST_F(HandlerLoaderTest, ReportsAMissingFile) {
     EXPECT_NE(r.reason.find("cannot open"), std::string::npos) << r.reason;
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

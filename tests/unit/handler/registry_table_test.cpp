@@ -17,9 +17,8 @@ struct RegistryTableTest : ::testing::Test {
             registry.subscribe([table](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
                 table->set(name, std::move(version));
             });
-        registry.subscribe_refusals([this](const std::string& name, const std::string& reason) {
-            first.note_refusal(name, reason, true);
-        });
+        registry.subscribe_refusals(
+            [this](const std::string& name, const std::string& reason) { first.note_refusal(name, reason, true); });
         first.attach_stats(shared.stats().slots[0]);
     }
     std::shared_ptr<HandlerVersion> load(const std::string& name, const std::string& file) {
@@ -84,5 +83,5 @@ TEST_F(RegistryTableTest, RecordsVersionsAndRefusalsInTheLoopsCounters) {
     EXPECT_FALSE(snapshot(stats->info).live);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

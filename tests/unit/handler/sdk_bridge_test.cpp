@@ -113,5 +113,5 @@ TEST(HandlerRequestView, DecodesQueryArguments) {
     EXPECT_EQ(*second, "Eva Maria");
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

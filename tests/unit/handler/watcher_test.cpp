@@ -3,8 +3,8 @@
 
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
-#include "handler/table.hpp"
 #include "handler/sdk_bridge.hpp"
+#include "handler/table.hpp"
 #include "temp_dir.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -54,7 +54,9 @@ protected:
         return std::string(reply.body());
     }
 
-    void settle() { run_until([] { return false; }, 100ms); }
+    void settle() {
+        run_until([] { return false; }, 100ms);
+    }
 
     test::TempDir scratch;
     std::filesystem::path folder = scratch / "handlers";
@@ -173,5 +175,5 @@ TEST_F(HandlerWatcherTest, RescanCatchesUpWithTheFolder) {
     EXPECT_NE(table.find("xpng"), nullptr);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

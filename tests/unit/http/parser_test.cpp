@@ -141,7 +141,8 @@ TEST(HttpParser, DoesNotKeepAliveAcrossAnUpgrade) {
     HttpParser parser;
     Collector sink;
     auto status = parser.feed("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
-                              "GET /second HTTP/1.1\r\n\r\n", sink);
+                              "GET /second HTTP/1.1\r\n\r\n",
+                              sink);
     ASSERT_EQ(sink.requests.size(), 1u);
     EXPECT_FALSE(sink.requests[0].keep_alive);
     EXPECT_NE(status, HttpParser::Status::ok);
@@ -206,9 +207,9 @@ TEST(HttpParser, RefusesADeclaredBodyOverTheLimitBeforeReadingIt) {
 TEST(HttpParser, RefusesAChunkedBodyThatGrowsPastTheLimit) {
     HttpParser parser(ParseLimits{8192, 10});
     Collector sink;
-    EXPECT_EQ(parser.feed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n",
-                          sink),
-              HttpParser::Status::body_too_large);
+    EXPECT_EQ(
+        parser.feed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n", sink),
+        HttpParser::Status::body_too_large);
 }
 
 TEST(HttpParser, RefusesAnOversizedHead) {
@@ -261,5 +262,5 @@ TEST(HttpParser, ReportsAnUnfinishedRequest) {
     EXPECT_TRUE(sink.requests.empty());
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -64,5 +64,5 @@ TEST(HttpResponse, ErrorsAreShortPlainText) {
                    "Content-Length: 14\r\n\r\n404 Not Found\n");
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -47,5 +47,5 @@ TEST(Uri, FindsHiddenSegments) {
         EXPECT_FALSE(has_hidden_segment(shown)) << shown;
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

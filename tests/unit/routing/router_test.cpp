@@ -61,7 +61,8 @@ protected:
     std::filesystem::path www_dir = scratch / "www";
     HandlerLoader loader{scratch.path()};
     HandlerTable table;
-    std::unique_ptr<StaticFiles> www = (std::filesystem::create_directories(www_dir), std::make_unique<StaticFiles>(www_dir));
+    std::unique_ptr<StaticFiles> www =
+        (std::filesystem::create_directories(www_dir), std::make_unique<StaticFiles>(www_dir));
     DateCache date;
     Router router{table, *www, date};
 };
@@ -75,13 +76,11 @@ TEST_F(RouterTest, RunsAHandlerWithTheRequestView) {
                       "client=10.1.2.3\nversion=1.1\nbody-size=8\nbody=the body");
 }
 
-TEST_F(RouterTest, DecodesThePathBeforeRouting) {
-    EXPECT_EQ(ask("GET", "/csp/%65cho").status, 200);
-}
+TEST_F(RouterTest, DecodesThePathBeforeRouting) { EXPECT_EQ(ask("GET", "/csp/%65cho").status, 200); }
 
 TEST_F(RouterTest, AnswersNotFoundForUnknownOrInvalidHandlers) {
-    for (const char* target : {"/csp/nope", "/csp/", "/csp/echo/extra", "/csp/../csp/echo", "/csp/ech%2Fo",
-                               "/csp/echo.so", "/csp/e%20cho"})
+    for (const char* target :
+         {"/csp/nope", "/csp/", "/csp/echo/extra", "/csp/../csp/echo", "/csp/ech%2Fo", "/csp/echo.so", "/csp/e%20cho"})
         EXPECT_EQ(ask("GET", target).status, 404) << target;
 }
 
@@ -181,5 +180,5 @@ TEST_F(RouterTest, AnswersNotFoundForMissingFiles) {
     EXPECT_EQ(ask("GET", "/docs/missing/").status, 404);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

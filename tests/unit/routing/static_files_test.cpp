@@ -60,17 +60,15 @@ TEST_F(StaticFilesTest, AFolderServesItsIndexOrAsksForItsSlash) {
 
 TEST_F(StaticFilesTest, NothingOutsideTheRootAndNothingButRegularFiles) {
     StaticFiles::File file;
-    EXPECT_EQ(www->open("/escape", file), StaticFiles::Outcome::not_found);       // symlink out
+    EXPECT_EQ(www->open("/escape", file), StaticFiles::Outcome::not_found);  // symlink out
     EXPECT_EQ(www->open("/../outside.txt", file), StaticFiles::Outcome::not_found);
-    EXPECT_EQ(www->open("/pipe", file), StaticFiles::Outcome::not_found);         // a fifo would block
+    EXPECT_EQ(www->open("/pipe", file), StaticFiles::Outcome::not_found);  // a fifo would block
     EXPECT_EQ(www->open("/missing", file), StaticFiles::Outcome::not_found);
     EXPECT_FALSE(file.is_open());
-    EXPECT_EQ(www->open("/alias.js", file), StaticFiles::Outcome::found);         // a link within is fine
+    EXPECT_EQ(www->open("/alias.js", file), StaticFiles::Outcome::found);  // a link within is fine
 }
 
-TEST(StaticFiles, RefusesARootThatIsNotAFolder) {
-    EXPECT_THROW(StaticFiles("/nonexistent/www"), std::system_error);
-}
+TEST(StaticFiles, RefusesARootThatIsNotAFolder) { EXPECT_THROW(StaticFiles("/nonexistent/www"), std::system_error); }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -20,8 +20,10 @@ struct StatusReportTest : ::testing::Test {
         live = handler_stats(stats.slots[0], "hello");
         live_too = handler_stats(stats.slots[1], "hello");
         refused = handler_stats(stats.slots[0], "broken");
-        live->info.write([](VersionInfo& v) { v.live = true, v.size = 100, v.content_hash = 0xfeed, v.loaded_unix_ms = 5; });
-        live_too->info.write([](VersionInfo& v) { v.live = true, v.size = 100, v.content_hash = 0xfeed, v.loaded_unix_ms = 5; });
+        live->info.write(
+            [](VersionInfo& v) { v.live = true, v.size = 100, v.content_hash = 0xfeed, v.loaded_unix_ms = 5; });
+        live_too->info.write(
+            [](VersionInfo& v) { v.live = true, v.size = 100, v.content_hash = 0xfeed, v.loaded_unix_ms = 5; });
         refused->info.write([](VersionInfo& v) { copy_text(v.refusal, sizeof v.refusal, "init returned 7"); });
         bump(live->requests[1], 30);
         bump(live_too->requests[1], 12);
@@ -55,8 +57,7 @@ TEST_F(StatusReportTest, StatusSumsTheSlotsAndTellsEachHandlersState) {
     add_to_quarantine(stats, "hello", 100, 0xfeed);
     bool quarantined = false;
     const auto after = nlohmann::json::parse(render_status(stats));
-    for (const auto& h : after.at("handlers"))
-        quarantined |= h.at("name") == "hello" && h.at("state") == "quarantined";
+    for (const auto& h : after.at("handlers")) quarantined |= h.at("name") == "hello" && h.at("state") == "quarantined";
     EXPECT_TRUE(quarantined);
 }
 
@@ -84,5 +85,5 @@ TEST_F(StatusReportTest, MetricsCountEveryResponseOnceAcrossSlots) {
     EXPECT_GT(samples, 10u);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -91,5 +91,5 @@ TEST_F(AcceptorTest, TakesNothingOnceClosed) {
     EXPECT_TRUE(accepted.empty());
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -114,5 +114,5 @@ TEST_F(OutputQueueTest, ReportsAPeerThatWentAway) {
     EXPECT_EQ(queue.send(ours.get(), "anything").progress, OutputQueue::Progress::failed);
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd

@@ -17,7 +17,7 @@ TEST(QuarantineList, FindsExactlyTheVersionsAdded) {
     EXPECT_TRUE(is_quarantined(stats, "crash", 100, 0xabc));
     EXPECT_FALSE(is_quarantined(stats, "crash", 100, 0xabd));  // another build of the same handler
     EXPECT_FALSE(is_quarantined(stats, "crash", 101, 0xabc));
-    EXPECT_FALSE(is_quarantined(stats, "cras", 100, 0xabc));   // a prefix is not the name
+    EXPECT_FALSE(is_quarantined(stats, "cras", 100, 0xabc));  // a prefix is not the name
     EXPECT_FALSE(is_quarantined(stats, "crashy", 100, 0xabc));
     EXPECT_EQ(stats.quarantined.load(), 1u);
 }
@@ -39,5 +39,5 @@ TEST(QuarantineList, IsSharedWithWhoeverMapsTheSameSegment) {
     EXPECT_TRUE(is_quarantined(worker.stats(), "crash", 1, 2));
 }
 
-} // namespace
-} // namespace cspd
+}  // namespace
+}  // namespace cspd
