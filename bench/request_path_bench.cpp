@@ -29,7 +29,7 @@ struct Pipeline final : cspd::RequestSink {
         if (counters) table.attach_stats(shared.stats().slots[0]);
         for (const char* name : {"hello", "xpng"}) {
             auto loaded = loader.load(name, std::string(CSPD_HANDLERS_DIR "/") + name + ".so");
-            if (!loaded.version) throw std::runtime_error(loaded.error);
+            if (!loaded.version) throw std::runtime_error(loaded.reason);
             table.set(name, loaded.version);
         }
         router = std::make_unique<cspd::Router>(table, *www, date);
