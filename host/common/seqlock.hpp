@@ -2,10 +2,10 @@
 // may sit in other processes (the value lives in shared memory). Readers never block
 // the writer; they copy and retry while a write is in progress.
 //
-// Bounded: a reader that sees a write in progress this many times running is looking at
-// a writer that died mid-update, and takes what is there rather than spin forever. A
-// writer that finds the count odd (its predecessor died mid-write) starts from the next
-// even value, so readers are never told a torn value is whole.
+// A reader retries while writes go on (each is a few stores). One that sees the same write
+// in progress kReadAttempts times running is looking at a writer that died mid-update, and
+// takes what is there rather than spin forever. A writer that finds the count odd (its
+// predecessor died mid-write) starts from the next even value.
 #pragma once
 
 #include <atomic>
@@ -36,12 +36,10 @@ public:
     /// A consistent copy of the value.
     T read() const noexcept {
         T copy;
-        for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-            const std::uint32_t before = seq_.load(std::memory_order_acquire);
-            std::memcpy(static_cast<void*>(&copy), static_cast<const void*>(&value_), sizeof copy);
-            std::atomic_thread_fence(std::memory_order_acquire);
-            if (!(before & 1) && seq_.load(std::memory_order_relaxed) == before) break;
-        }
+        visit([&copy](const T& value) {
+            std::memcpy(static_cast<void*>(&copy), static_cast<const void*>(&value), sizeof copy);
+            return true;
+        });
         return copy;
     }
 
@@ -51,13 +49,22 @@ public:
     template <class Look>
     auto visit(Look&& look) const noexcept {
         decltype(look(value_)) result{};
-        for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+        std::uint32_t odd_seen = 0;
+        int odd_times = 0;
+        for (;;) {
             const std::uint32_t before = seq_.load(std::memory_order_acquire);
+            if (before & 1) {
+                // A write in progress. Writers hold the lock for a few stores: the same odd count
+                // this many times running means its writer died, and readers take what is there.
+                odd_times = before == odd_seen ? odd_times + 1 : 0;
+                odd_seen = before;
+                if (odd_times < kReadAttempts) continue;
+                return look(value_);
+            }
             result = look(value_);
             std::atomic_thread_fence(std::memory_order_acquire);
-            if (!(before & 1) && seq_.load(std::memory_order_relaxed) == before) break;
+            if (seq_.load(std::memory_order_relaxed) == before) return result;
         }
-        return result;
     }
 
     /// The value as the writer sees it (only the writer may call this).

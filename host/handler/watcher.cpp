@@ -1,23 +1,20 @@
 #include "handler/watcher.hpp"
 
-#include "handler/compiler.hpp"
+#include "handler/compile_jobs.hpp"
+#include "handler/folder_events.hpp"
 #include "handler/handler_name.hpp"
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include <signal.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include <map>
 #include <set>
-#include <thread>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -36,55 +33,37 @@ struct HandlerWatcher::Impl {
     Impl(asio::io_context& io_context, std::filesystem::path watched, HandlerLoader& handler_loader,
          HandlerRegistry& handler_registry, WatcherOptions watcher_options)
         : io(io_context), folder(std::move(watched)), loader(handler_loader), registry(handler_registry),
-          options(watcher_options), inotify(io_context) {}
+          options(watcher_options),
+          events(io_context, folder, {[this](const std::string& file, std::uint32_t mask) { on_event(file, mask); },
+                                      [this] { rescan(); }}) {
+        if (options.compiler) jobs = std::make_unique<CompileJobs>(io_context, *options.compiler);
+    }
 
     ~Impl() { stop(); }
-
-    /// One name's compilation, on a thread of its own.
-    struct CompileJob {
-        std::thread thread;
-        std::atomic<pid_t> pid{-1};  // the compiler's process group while it runs
-        std::atomic<bool> cancel{false};
-        bool running = false;
-        bool again = false;  // the source changed while it compiled
-    };
 
     asio::io_context& io;
     std::filesystem::path folder;
     HandlerLoader& loader;
     HandlerRegistry& registry;
     WatcherOptions options;
-    asio::posix::stream_descriptor inotify;
-    std::map<std::string, std::shared_ptr<CompileJob>> jobs;
+    FolderEvents events;
+    std::unique_ptr<CompileJobs> jobs;  // with --compile
     std::map<std::string, std::unique_ptr<asio::steady_timer>> pending;
     // The file each live or refused name was last looked at in, so repeated events for an unchanged file do nothing.
     std::map<std::string, HandlerFileIdentity> seen;
     std::map<std::string, int> incomplete_retries;
-    alignas(inotify_event) char buffer[64 * 1024];
     bool stopped = false;
 
     void start() {
-        int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (fd < 0) throw std::system_error(errno, std::system_category(), "inotify_init1");
-        inotify.assign(fd);
-        const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB |
-                              IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
-        if (::inotify_add_watch(fd, folder.c_str(), mask) < 0)
-            throw std::system_error(errno, std::system_category(), "cannot watch " + folder.string());
-        read_events();
+        events.start();
         rescan();
     }
 
     void stop() {
         stopped = true;
-        boost::system::error_code ignored;
-        inotify.close(ignored);
+        events.stop();
         pending.clear();
-        for (auto& [name, job] : jobs) {
-            job->cancel = true;
-            if (pid_t pid = job->pid; pid > 0) ::kill(-pid, SIGKILL);
-            if (job->thread.joinable()) job->thread.join();
-        }
+        if (jobs) jobs->stop();
     }
 
     void rescan() {
@@ -99,41 +78,13 @@ struct HandlerWatcher::Impl {
         for (const auto& name : names) sync(name);
     }
 
-    void read_events() {
-        inotify.async_read_some(asio::buffer(buffer), [this](boost::system::error_code ec, std::size_t n) {
-            if (ec == asio::error::operation_aborted || stopped) return;
-            if (ec) {
-                spdlog::error("inotify read failed: {}; handler changes are no longer seen", ec.message());
-                return;
-            }
-            for (std::size_t at = 0; at + sizeof(inotify_event) <= n;) {
-                const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
-                on_event(*event);
-                at += sizeof(inotify_event) + event->len;
-            }
-            read_events();
-        });
-    }
-
-    void on_event(const inotify_event& event) {
-        if (event.mask & IN_Q_OVERFLOW) {
-            spdlog::warn("inotify queue overflowed; re-reading the handlers folder");
-            rescan();
-            return;
-        }
-        if (event.mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
-            spdlog::error("handlers folder {} was removed or moved; loaded handlers keep serving, "
-                          "but changes are no longer seen",
-                          folder.string());
-            return;
-        }
-        if (event.len == 0) return;
-        std::string name = handler_name_of_file(event.name, options.compiler != nullptr);
+    void on_event(const std::string& file, std::uint32_t mask) {
+        std::string name = handler_name_of_file(file, options.compiler != nullptr);
         if (name.empty()) return;
         // IN_CREATE alone is a file still being written, unless it is a link that arrives whole.
-        if ((event.mask & IN_CREATE) && !(event.mask & IN_ISDIR)) {
+        if ((mask & IN_CREATE) && !(mask & IN_ISDIR)) {
             struct stat st;
-            if (::lstat((folder / event.name).c_str(), &st) != 0) return;
+            if (::lstat((folder / file).c_str(), &st) != 0) return;
             if (!S_ISLNK(st.st_mode) && st.st_nlink < 2) return;  // a hard link also arrives whole
         }
         schedule(name, kSettle);
@@ -153,8 +104,8 @@ struct HandlerWatcher::Impl {
     /// Brings `name` in the registry in line with the files on disk.
     void sync(const std::string& name) {
         // While a compile of this name runs, whatever changed is looked at again when it ends.
-        if (auto job = jobs.find(name); job != jobs.end() && job->second->running) {
-            job->second->again = true;
+        if (jobs && jobs->running(name)) {
+            jobs->mark_again(name);
             return;
         }
         HandlerFileIdentity on_disk;
@@ -217,27 +168,18 @@ struct HandlerWatcher::Impl {
             registry.refused(name, "untrusted: " + why);
             return;
         }
-        auto& job = jobs[name];
-        if (job && job->running) {
-            job->again = true;  // compiled again once this run ends: one at a time per name
+        if (jobs->running(name)) {
+            jobs->mark_again(name);  // compiled again once this run ends: one at a time per name
             return;
         }
-        if (job && job->thread.joinable()) job->thread.join();
-        job = std::make_shared<CompileJob>();
-        job->running = true;
         spdlog::info("handler {}: compiling {}", name, source.string());
-        const HandlerCompiler* compiler = options.compiler;
-        job->thread = std::thread([this, compiler, job, name, source, on_disk] {
-            CompileResult result = compiler->compile(name, source, job->pid, job->cancel);
-            asio::post(io, [this, job, name, source, on_disk, result = std::move(result)]() mutable {
-                on_compiled(name, source, on_disk, std::move(result), *job);
-            });
+        jobs->start(name, source, [this, name, source, on_disk](CompileResult result) {
+            on_compiled(name, source, on_disk, std::move(result));
         });
     }
 
     void on_compiled(const std::string& name, const std::filesystem::path& source, const HandlerFileIdentity& on_disk,
-                     CompileResult result, CompileJob& job) {
-        job.running = false;
+                     CompileResult result) {
         if (stopped) return;
         // The folder may have moved on while the compiler ran: a NAME.so arrived (it wins), or the
         // source changed or went. Then this result is stale: drop it and look again.
@@ -247,7 +189,7 @@ struct HandlerWatcher::Impl {
         if (library_arrived || !source_unchanged) {
             std::error_code ec;
             if (result.ok) std::filesystem::remove(result.output, ec);
-            job.again = false;
+            jobs->take_again(name);
             sync(name);
             return;
         }
@@ -267,10 +209,7 @@ struct HandlerWatcher::Impl {
                 registry.install(loader.diagnostics_version(name, source.filename().string() +
                                                                       " does not compile:\n\n" + result.diagnostics));
         }
-        if (job.again) {
-            job.again = false;
-            sync(name);
-        }
+        if (jobs->take_again(name)) sync(name);
     }
 };
 
