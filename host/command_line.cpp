@@ -102,6 +102,16 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--status-listen", config.status_listen,
                    "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
         ->excludes(no_status_flag);
+    app.add_option("--blocking-threads", config.blocking_threads,
+                   "threads per worker for blocking handlers (CSP_BLOCKING_HANDLER)")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 4096u));
+    app.add_option("--blocking-queue", config.blocking_queue,
+                   "blocking calls that may wait for a thread; past it they get 503")
+        ->capture_default_str();
+    app.add_option("--pending-timeout", config.pending_timeout_s,
+                   "a deferred reply not finished within this gets 504, s (0: never)")
+        ->capture_default_str();
     std::string log_file;
     app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
     // Set by the master when it starts a worker; not for people.

@@ -104,14 +104,78 @@ int serve_diagnostics(const csp_request* request, csp_reply* reply) {
     return 500;
 }
 void free_diagnostics(void* state) { delete static_cast<std::string*>(state); }
-const csp_handler_descriptor kDiagnostics{CSP_ABI_VERSION, sizeof(csp_handler_descriptor), &serve_diagnostics, nullptr,
-                                          &free_diagnostics};
 }  // namespace
 
 std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::string& name, std::string text) {
-    return std::make_shared<HandlerVersion>(name, next_sequence_++, HandlerFileIdentity{}, nullptr, &kDiagnostics,
+    HandlerEntry entry;
+    entry.minor = CSP_ABI_MINOR;
+    entry.handle = &serve_diagnostics;
+    entry.cleanup = &free_diagnostics;
+    return std::make_shared<HandlerVersion>(name, next_sequence_++, HandlerFileIdentity{}, nullptr, entry,
                                             new std::string(std::move(text)));
 }
+
+namespace {
+std::string abi_text(unsigned version) {
+    if (version >> 16 == 0) return std::to_string(version);
+    return std::to_string(version >> 16) + "." + std::to_string(version & 0xffff);
+}
+
+/// Reads the descriptor as the ABI it says it was built for; an empty `why` when it can be served.
+struct EntryCheck {
+    HandlerEntry entry;
+    csp_init_fn init = nullptr;
+    std::string why;
+    LoadError error = LoadError::none;
+};
+
+EntryCheck check_descriptor(const void* symbol) {
+    EntryCheck check;
+    // Every ABI begins with the version and the descriptor's size: read those first.
+    const auto* head = static_cast<const abi1::handler_descriptor*>(symbol);
+    const unsigned version = head->abi_version;
+    if (version == abi1::kVersion) {
+        if (head->descriptor_size < sizeof(abi1::handler_descriptor) || !head->handle) {
+            check.error = LoadError::bad_descriptor;
+            check.why = "malformed csp_handler descriptor (ABI 1)";
+            return check;
+        }
+        check.entry.abi = HandlerAbi::v1;
+        check.entry.handle_v1 = head->handle;
+        check.entry.cleanup = head->cleanup;
+        check.init = head->init;
+        return check;
+    }
+    const unsigned major = version >> 16, minor = version & 0xffff;
+    if (major != CSP_ABI_MAJOR) {
+        check.error = LoadError::wrong_abi;
+        check.why = "built for SDK ABI version " + abi_text(version) + ", this host speaks 1 and " +
+                    abi_text(CSP_ABI_VERSION) + " (rebuild it against this SDK)";
+        return check;
+    }
+    if (minor > CSP_ABI_MINOR) {
+        check.error = LoadError::wrong_abi;
+        check.why = "built for SDK ABI version " + abi_text(version) + ", newer than this host's " +
+                    abi_text(CSP_ABI_VERSION) + " (upgrade cspd, or build against an SDK of 2." +
+                    std::to_string(CSP_ABI_MINOR) + " or older)";
+        return check;
+    }
+    const auto* descriptor = static_cast<const csp_handler_descriptor*>(symbol);
+    if (descriptor->descriptor_size < offsetof(csp_handler_descriptor, flags) + sizeof descriptor->flags ||
+        !descriptor->handle) {
+        check.error = LoadError::bad_descriptor;
+        check.why = "malformed csp_handler descriptor";
+        return check;
+    }
+    check.entry.abi = HandlerAbi::v2;
+    check.entry.minor = minor;
+    check.entry.handle = descriptor->handle;
+    check.entry.cleanup = descriptor->cleanup;
+    check.entry.blocking = (descriptor->flags & CSP_HANDLER_BLOCKING) != 0;
+    check.init = descriptor->init;
+    return check;
+}
+}  // namespace
 
 HandlerLoader::~HandlerLoader() {
     std::error_code ec;
@@ -185,18 +249,13 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
     if (!library->has("csp_handler"))
         return failure(no_entry_point, "no csp_handler symbol (define the handler with CSP_HANDLER)");
-    const auto* descriptor = &library->get<const csp_handler_descriptor>("csp_handler");
-    if (descriptor->abi_version != CSP_ABI_VERSION)
-        return failure(wrong_abi, "built for SDK ABI version " + std::to_string(descriptor->abi_version) +
-                                      ", this host speaks version " + std::to_string(CSP_ABI_VERSION) +
-                                      " (rebuild it against this SDK)");
-    if (descriptor->descriptor_size < sizeof(csp_handler_descriptor) || !descriptor->handle)
-        return failure(bad_descriptor, "malformed csp_handler descriptor");
+    const EntryCheck check = check_descriptor(&library->get<const unsigned>("csp_handler"));
+    if (check.error != none) return failure(check.error, check.why);
     void* state = nullptr;
-    if (descriptor->init) {
+    if (check.init) {
         int rc = 0;
         try {
-            rc = descriptor->init(&state);
+            rc = check.init(&state);
         } catch (const std::exception& e) {
             return failure(init_failed, std::string("init threw: ") + e.what());
         } catch (...) {
@@ -206,7 +265,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
     std::shared_ptr<void> owner(library, library.get());
     LoadResult result;
-    result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner), descriptor, state);
+    result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner), check.entry, state);
     return result;
 }
 

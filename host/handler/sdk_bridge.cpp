@@ -4,6 +4,7 @@
 #include "http/uri.hpp"
 
 #include <new>
+#include <utility>
 
 namespace cspd {
 namespace {
@@ -33,9 +34,7 @@ bool is_reserved_header(std::string_view name) {
 
 struct HostApi {
     static HandlerReply& reply(csp_reply* r) { return *static_cast<HandlerReply*>(r->host); }
-    static const HandlerRequestView& view(const csp_request* r) {
-        return *static_cast<const HandlerRequestView*>(r->host);
-    }
+    static const HandlerRequestView& view(const void* host) { return *static_cast<const HandlerRequestView*>(host); }
 
     static int reply_reserve(csp_reply* r, size_t capacity) noexcept {
         HandlerReply& self = reply(r);
@@ -54,7 +53,11 @@ struct HostApi {
     static int set_content_type(csp_reply* r, const char* type, size_t size) noexcept {
         std::string_view value(type, size);
         if (value.empty() || !is_field_value(value)) return -1;
-        reply(r).content_type_.assign(value);
+        try {
+            reply(r).content_type_.assign(value);
+        } catch (const std::bad_alloc&) {
+            return -1;
+        }
         return 0;
     }
 
@@ -62,14 +65,17 @@ struct HostApi {
                           size_t value_size) noexcept {
         std::string_view n(name, name_size), v(value, value_size);
         if (!is_token(n) || !is_field_value(v) || is_reserved_header(n)) return -1;
-        std::string& out = reply(r).extra_headers_;
-        out.append(n).append(": ").append(v).append("\r\n");
+        try {
+            std::string& out = reply(r).extra_headers_;
+            out.append(n).append(": ").append(v).append("\r\n");
+        } catch (const std::bad_alloc&) {
+            return -1;
+        }
         return 0;
     }
 
-    static csp_str query_arg(const csp_request* req, const char* name, size_t name_size) noexcept {
-        std::string_view wanted(name, name_size);
-        std::string_view query(req->query.data, req->query.size);
+    static csp_str query_arg_of(const HandlerRequestView& self, csp_str raw_query, std::string_view wanted) noexcept {
+        std::string_view query(raw_query.data, raw_query.size);
         while (!query.empty()) {
             auto amp = query.find('&');
             std::string_view pair = query.substr(0, amp);
@@ -80,36 +86,84 @@ struct HostApi {
             if (key != wanted) continue;
             if (value.find_first_of("%+") == std::string_view::npos)
                 return to_csp(value.empty() ? std::string_view("", 0) : value);
-            auto& store = const_cast<HandlerRequestView&>(view(req)).decoded_args_;
-            std::string& decoded = store.emplace_back();
-            if (!percent_decode(value, decoded, true)) return absent();
-            return to_csp(decoded);
+            try {
+                auto& store = const_cast<HandlerRequestView&>(self).decoded_args_;
+                std::string& decoded = store.emplace_back();
+                if (!percent_decode(value, decoded, true)) return absent();
+                return to_csp(decoded);
+            } catch (const std::bad_alloc&) {
+                return absent();
+            }
         }
         return absent();
     }
 
-    static csp_str header(const csp_request* req, const char* name, size_t name_size) noexcept {
-        const HttpRequest& request = *view(req).request_;
-        std::string_view wanted(name, name_size);
-        for (const auto& h : request.headers)
+    static csp_str header_of(const HandlerRequestView& self, std::string_view wanted) noexcept {
+        for (const auto& h : self.request_->headers)
             if (iequals(h.name, wanted)) return to_csp(h.value.empty() ? std::string_view("", 0) : h.value);
         return absent();
+    }
+
+    static csp_str query_arg(const csp_request* req, const char* name, size_t name_size) noexcept {
+        return query_arg_of(view(req->host), req->query, {name, name_size});
+    }
+    static csp_str header(const csp_request* req, const char* name, size_t name_size) noexcept {
+        return header_of(view(req->host), {name, name_size});
+    }
+    static csp_str query_arg_v1(const abi1::request* req, const char* name, size_t name_size) noexcept {
+        return query_arg_of(view(req->host), req->query, {name, name_size});
+    }
+    static csp_str header_v1(const abi1::request* req, const char* name, size_t name_size) noexcept {
+        return header_of(view(req->host), {name, name_size});
+    }
+
+    static csp_pending* reply_defer(csp_reply* r) noexcept {
+        HandlerReply& self = reply(r);
+        DeferHook* hook = std::exchange(self.defer_hook_, nullptr);  // once per call
+        PendingReply* pending = hook ? hook->defer() : nullptr;
+        return pending ? pending->handle() : nullptr;
+    }
+    static csp_reply* pending_reply(csp_pending* p) noexcept { return p ? PendingReply::of(p).reply() : nullptr; }
+    static int pending_finish(csp_pending* p, int status) noexcept {
+        return p ? PendingReply::of(p).finish(status) : -1;
+    }
+    static int pending_on_abort(csp_pending* p, csp_abort_fn fn, void* user_data) noexcept {
+        return p ? PendingReply::of(p).on_abort(fn, user_data) : -1;
+    }
+    static int loop_timer(csp_pending* p, unsigned ms, csp_timer_fn fn, void* user_data) noexcept {
+        return p && fn ? PendingReply::of(p).timer(ms, fn, user_data) : -1;
+    }
+    static int loop_watch_fd(csp_pending* p, int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
+        if (!p || !fn || fd < 0 || (events & (CSP_READABLE | CSP_WRITABLE)) == 0) return -1;
+        return PendingReply::of(p).watch_fd(fd, events, fn, user_data);
     }
 };
 
 const csp_host_api& host_api() {
-    static const csp_host_api api{&HostApi::reply_reserve, &HostApi::set_content_type, &HostApi::add_header,
-                                  &HostApi::query_arg, &HostApi::header};
+    static const csp_host_api api{sizeof(csp_host_api),    &HostApi::reply_reserve,  &HostApi::set_content_type,
+                                  &HostApi::add_header,    &HostApi::query_arg,      &HostApi::header,
+                                  &HostApi::reply_defer,   &HostApi::pending_reply,  &HostApi::pending_finish,
+                                  &HostApi::pending_on_abort, &HostApi::loop_timer,  &HostApi::loop_watch_fd};
     return api;
 }
 
+const abi1::host_api& host_api_v1() {
+    static const abi1::host_api api{&HostApi::reply_reserve, &HostApi::set_content_type, &HostApi::add_header,
+                                    &HostApi::query_arg_v1, &HostApi::header_v1};
+    return api;
+}
+
+PendingReply::PendingReply() noexcept : handle_{&host_api(), this} {}
+
 HandlerReply::HandlerReply() {
-    reply_.api = &host_api();
     reply_.host = this;
     reset();
 }
 
-void HandlerReply::reset() {
+void HandlerReply::reset(HandlerAbi abi) {
+    // ABI 1's csp_reply had the same layout; only the table its api points at differs.
+    reply_.api = abi == HandlerAbi::v1 ? reinterpret_cast<const csp_host_api*>(&host_api_v1()) : &host_api();
+    defer_hook_ = nullptr;
     if (buffer_.size() > kKeepCapacity) std::string().swap(buffer_);
     if (buffer_.empty()) buffer_.resize(4096);
     reply_.data = buffer_.data();
@@ -120,23 +174,42 @@ void HandlerReply::reset() {
 }
 
 HandlerRequestView::HandlerRequestView() {
+    view_.size = sizeof view_;
     view_.api = &host_api();
     view_.host = this;
+    view_v1_.api = &host_api_v1();
+    view_v1_.host = this;
 }
 
-void HandlerRequestView::bind(const HttpRequest& request, std::string_view decoded_path, std::string_view query,
-                              std::string_view client_addr, unsigned short client_port, void* state) {
+namespace {
+csp_str present(std::string_view s) { return to_csp(s.data() ? s : std::string_view("", 0)); }
+}  // namespace
+
+void HandlerRequestView::bind(const HttpRequest& request, const Context& context, HandlerAbi abi) {
     request_ = &request;
     decoded_args_.clear();
+    if (abi == HandlerAbi::v1) {
+        view_v1_.method = to_csp(request.method);
+        view_v1_.path = to_csp(context.decoded_path);
+        view_v1_.query = present(context.query);
+        view_v1_.body = present(request.body);
+        view_v1_.client_addr = to_csp(context.client_addr);
+        view_v1_.client_port = context.client_port;
+        view_v1_.http_major = request.http_major;
+        view_v1_.http_minor = request.http_minor;
+        view_v1_.state = context.state;
+        return;
+    }
     view_.method = to_csp(request.method);
-    view_.path = to_csp(decoded_path);
-    view_.query = to_csp(query.data() ? query : std::string_view("", 0));
-    view_.body = to_csp(request.body.data() ? request.body : std::string_view("", 0));
-    view_.client_addr = to_csp(client_addr);
-    view_.client_port = client_port;
+    view_.path = to_csp(context.decoded_path);
+    view_.query = present(context.query);
+    view_.body = present(request.body);
+    view_.client_addr = to_csp(context.client_addr);
+    view_.client_port = context.client_port;
     view_.http_major = request.http_major;
     view_.http_minor = request.http_minor;
-    view_.state = state;
+    view_.state = context.state;
+    view_.path_info = present(context.path_info);
 }
 
 }  // namespace cspd

@@ -1,8 +1,12 @@
 // The host's side of the SDK ABI (sdk/include/csp/csp.h): the request view a
-// handler reads and the reply buffer it writes. One of each per event loop,
-// reused for every request so that the request path does not allocate.
+// handler reads and the reply buffer it writes, in the layout of the ABI the handler
+// was built for (1, or 2.x). An event loop reuses one of each for every request, so that
+// the request path does not allocate; a call whose answer comes later keeps its own.
 #pragma once
 
+#include "handler/abi_v1.hpp"
+#include "handler/pending.hpp"
+#include "handler/version.hpp"
 #include "http/request.hpp"
 
 #include <csp/csp.h>
@@ -19,8 +23,11 @@ public:
     HandlerReply(const HandlerReply&) = delete;
     HandlerReply& operator=(const HandlerReply&) = delete;
 
-    /// Empties the reply for the next request; drops a large buffer so idle connections stay small.
-    void reset();
+    /// Empties the reply for the next call, of a handler of `abi`; drops a large buffer so idle
+    /// connections stay small.
+    void reset(HandlerAbi abi = HandlerAbi::v2);
+    /// Where this call's csp_reply_defer goes (null: it returns NULL). Cleared by reset().
+    void set_defer_hook(DeferHook* hook) { defer_hook_ = hook; }
 
     csp_reply* raw() { return &reply_; }
     std::string_view body() const { return {reply_.data, reply_.size}; }
@@ -38,6 +45,7 @@ private:
     std::string buffer_;  // reply_.data points into it
     std::string content_type_;
     std::string extra_headers_;
+    DeferHook* defer_hook_ = nullptr;
     csp_reply reply_{};
 };
 
@@ -47,20 +55,34 @@ public:
     HandlerRequestView(const HandlerRequestView&) = delete;
     HandlerRequestView& operator=(const HandlerRequestView&) = delete;
 
-    /// Points the view at `request`; every pointer handed to the handler stays valid until the next bind.
-    void bind(const HttpRequest& request, std::string_view decoded_path, std::string_view query,
-              std::string_view client_addr, unsigned short client_port, void* state);
+    /// What the handler is told besides the request itself.
+    struct Context {
+        std::string_view decoded_path;
+        std::string_view path_info;  ///< after /csp/NAME: "" or starting with '/'
+        std::string_view query;
+        std::string_view client_addr;
+        unsigned short client_port = 0;
+        void* state = nullptr;
+    };
+
+    /// Points the view at `request`, in `abi`'s layout; every pointer handed to the handler stays
+    /// valid until the next bind.
+    void bind(const HttpRequest& request, const Context& context, HandlerAbi abi = HandlerAbi::v2);
 
     const csp_request* raw() const { return &view_; }
+    const abi1::request* raw_v1() const { return &view_v1_; }
 
 private:
     friend struct HostApi;
     const HttpRequest* request_ = nullptr;
     std::deque<std::string> decoded_args_;  // stable addresses for query_arg results
     csp_request view_{};
+    abi1::request view_v1_{};
 };
 
-/// The function table every csp_request and csp_reply carries.
+/// The function table every csp_request, csp_reply and csp_pending of ABI 2 carries.
 const csp_host_api& host_api();
+/// ABI 1's, for handlers built against it.
+const abi1::host_api& host_api_v1();
 
 }  // namespace cspd

@@ -8,14 +8,14 @@
 namespace cspd {
 
 HandlerVersion::HandlerVersion(std::string name, std::uint64_t sequence, HandlerFileIdentity file,
-                               std::shared_ptr<void> library, const csp_handler_descriptor* descriptor, void* state)
-    : name_(std::move(name)), sequence_(sequence), file_(file), library_(std::move(library)), descriptor_(descriptor),
+                               std::shared_ptr<void> library, HandlerEntry entry, void* state)
+    : name_(std::move(name)), sequence_(sequence), file_(file), library_(std::move(library)), entry_(entry),
       state_(state), label_{name_.c_str(), sequence_, file_.size, file_.content_hash} {}
 
 HandlerVersion::~HandlerVersion() {
-    if (descriptor_->cleanup) {
+    if (entry_.cleanup) {
         try {
-            descriptor_->cleanup(state_);
+            entry_.cleanup(state_);
         } catch (...) {
             spdlog::error("handler {}: cleanup threw an exception; unloading anyway", describe());
         }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/crash_context.hpp"
+#include "handler/abi_v1.hpp"
 
 #include <csp/csp.h>
 
@@ -31,18 +32,36 @@ struct HandlerFileIdentity {
     }
 };
 
+/// Which SDK ABI a handler was built against: the host fills that ABI's structs for it.
+enum class HandlerAbi : std::uint8_t { v1, v2 };
+
+/// What the host calls in a loaded library.
+struct HandlerEntry {
+    HandlerAbi abi = HandlerAbi::v2;
+    unsigned minor = 0;                                          ///< ABI 2.minor
+    csp_handle_fn handle = nullptr;                              ///< ABI 2
+    int (*handle_v1)(const abi1::request*, csp_reply*) = nullptr;  ///< ABI 1
+    csp_cleanup_fn cleanup = nullptr;
+    bool blocking = false;                                       ///< CSP_HANDLER_BLOCKING: never on a loop
+};
+
 class HandlerVersion {
 public:
     /// `library` keeps the mapping alive; its deleter unloads it.
     HandlerVersion(std::string name, std::uint64_t sequence, HandlerFileIdentity file, std::shared_ptr<void> library,
-                   const csp_handler_descriptor* descriptor, void* state);
+                   HandlerEntry entry, void* state);
     ~HandlerVersion();
     HandlerVersion(const HandlerVersion&) = delete;
     HandlerVersion& operator=(const HandlerVersion&) = delete;
 
-    /// Calls the handler's entry point. Exceptions it throws propagate to the caller.
-    int handle(const csp_request* request, csp_reply* reply) const { return descriptor_->handle(request, reply); }
+    /// Calls the handler's entry point with the request in its ABI's layout (the other may be
+    /// null). Exceptions it throws propagate to the caller.
+    int handle(const csp_request* request, const abi1::request* request_v1, csp_reply* reply) const {
+        return entry_.abi == HandlerAbi::v1 ? entry_.handle_v1(request_v1, reply) : entry_.handle(request, reply);
+    }
 
+    HandlerAbi abi() const { return entry_.abi; }
+    bool blocking() const { return entry_.blocking; }
     const std::string& name() const { return name_; }
     std::uint64_t sequence() const { return sequence_; }
     const HandlerFileIdentity& file() const { return file_; }
@@ -56,8 +75,8 @@ private:
     std::string name_;
     std::uint64_t sequence_;
     HandlerFileIdentity file_;
-    std::shared_ptr<void> library_;  // declared before descriptor_: destroyed last
-    const csp_handler_descriptor* descriptor_;
+    std::shared_ptr<void> library_;  // declared before entry_: destroyed last
+    HandlerEntry entry_;
     void* state_;
     HandlerLabel label_;
 };

@@ -32,6 +32,9 @@ struct Config {
     unsigned quarantine_crashes = 3;    ///< this many crashes of one handler version…
     unsigned quarantine_window_s = 60;  ///< …within this many seconds quarantine it
     std::filesystem::path log_file;     ///< empty: stderr; else appended to, reopened on SIGUSR1
+    unsigned blocking_threads = 64;      ///< per worker, for CSP_BLOCKING_HANDLER calls
+    std::size_t blocking_queue = 1024;   ///< calls waiting for one of them; past it: 503
+    unsigned pending_timeout_s = 60;     ///< a deferred reply not finished by then: 504
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

@@ -9,6 +9,7 @@
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "routing/static_files.hpp"
+#include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
@@ -32,7 +33,7 @@ namespace {
 LoopOptions loop_options(const Config& config) {
     LoopOptions options;
     options.connection = {config.max_head_bytes, config.max_body_bytes, config.keepalive_timeout_s,
-                          config.header_timeout_s};
+                          config.header_timeout_s, config.handler_timeout_s, config.pending_timeout_s};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
@@ -67,11 +68,14 @@ int Server::run() {
     }
 
     set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
+    // Declared before the loops: it outlives them, and its threads post into their inboxes.
+    BlockingPool blocking(config_.blocking_threads, config_.blocking_queue, &stats.slots[first_slot]);
     std::vector<std::unique_ptr<EventLoop>> loops;
     unsigned short port = config_.port;
     const LoopOptions options = loop_options(config_);
     for (unsigned t = 0; t < config_.threads; ++t) {
         loops.push_back(std::make_unique<EventLoop>(first_slot + t, options, www));
+        loops.back()->attach_blocking_pool(blocking);
         int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t) : open_listener(config_.bind_address, port);
         // With --port 0 the first loop learns the port; the others join it.
         if (!role_) port = bound_port(fd);
@@ -150,12 +154,37 @@ int Server::run() {
     };
     wait_for_requests();
 
+    // Blocking calls that never come back: once they hold every thread of the pool, this worker
+    // can serve no blocking handler again, so it drains and the master starts a fresh one.
+    asio::steady_timer stuck_check(control);
+    std::function<void()> check_stuck = [&] {
+        stuck_check.expires_after(std::chrono::seconds(1));
+        stuck_check.async_wait([&](boost::system::error_code ec) {
+            if (ec) return;
+            const unsigned stuck = blocking.stuck(std::chrono::seconds(config_.handler_timeout_s));
+            if (stuck < blocking.threads()) return check_stuck();
+            if (role_) {
+                spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
+                              "replacing this worker",
+                              stuck, config_.handler_timeout_s);
+                ::kill(::getpid(), SIGTERM);
+            } else {
+                spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
+                              "blocking handlers get 503 until they return (no master to replace this process)",
+                              stuck, config_.handler_timeout_s);
+                check_stuck();
+            }
+        });
+    };
+    if (config_.handler_timeout_s > 0) check_stuck();
+
     asio::steady_timer drain_deadline(control);
     bool stopping = false;
     signals.async_wait([&](boost::system::error_code ec, int signal) {
         if (ec) return;
         stopping = true;
         requests.cancel();
+        stuck_check.cancel();
         if (signal == SIGQUIT) {
             spdlog::info("SIGQUIT: stopping now");
             for (auto& loop : loops) loop->stop();
@@ -163,7 +192,8 @@ int Server::run() {
             return;
         }
         spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
-        for (auto& loop : loops) loop->begin_drain();  // first: stopping the watcher may wait for a compiler
+        for (auto& loop : loops)  // first: stopping the watcher may wait for a compiler
+            loop->begin_drain(std::chrono::seconds(config_.drain_timeout_s));
         watcher.stop();
         drain_deadline.expires_after(std::chrono::seconds(config_.drain_timeout_s));
         drain_deadline.async_wait([&](boost::system::error_code timer_ec) {
@@ -181,6 +211,14 @@ int Server::run() {
 
     registry.clear();
     loops.clear();  // drops the last references: cleanup hooks run, libraries unload
+    if (!blocking.stop(std::chrono::seconds(1))) {
+        // A blocking call that never returned still runs handler code: nothing may be torn down
+        // under it (static destructors, the library), so the process ends here.
+        spdlog::error("{} blocking handler call(s) never returned; exiting without cleanup",
+                      blocking.stuck(std::chrono::seconds(0)));
+        spdlog::shutdown();
+        ::_exit(0);
+    }
     if (role_)
         spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
     else

@@ -53,4 +53,11 @@ HttpStatus BuiltinEndpoints::quarantined(Exchange& exchange) const {
                                "until a new version is dropped in\n");
 }
 
+HttpStatus BuiltinEndpoints::busy(Exchange& exchange) const {
+    ResponseHead head = exchange.head(HttpStatus::service_unavailable, "text/plain; charset=utf-8");
+    head.extra_headers = "Retry-After: 1\r\n";
+    return exchange.send(head, "503 Service Unavailable: every thread of this blocking handler's pool is busy "
+                               "and its queue is full\n");
+}
+
 }  // namespace cspd

@@ -1,5 +1,6 @@
 // The host's own answers: GET /-/healthy and /-/ready for load balancers, GET /-/status
-// and /metrics for operators, and the 503 for a quarantined handler version.
+// and /metrics for operators, and the 503s for a quarantined handler version and for a
+// blocking handler whose pool is full.
 #pragma once
 
 #include "routing/exchange.hpp"
@@ -30,6 +31,8 @@ public:
 
     /// The answer for a handler version in quarantine.
     HttpStatus quarantined(Exchange& exchange) const;
+    /// The answer when a blocking handler's threads are all busy and its queue is full.
+    HttpStatus busy(Exchange& exchange) const;
 
 private:
     HttpStatus probe(Exchange& exchange, bool ready_probe) const;

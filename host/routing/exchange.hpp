@@ -19,17 +19,20 @@ struct ClientInfo {
     bool status_port = false;  ///< came in on --status-listen
 };
 
+class LaterAnswers;
+
 /// What the connection decides about a request before it is routed.
 struct RequestContext {
     ClientInfo client;
-    bool keep_alive = true;  ///< the connection stays open after this response
+    bool keep_alive = true;          ///< the connection stays open after this response
+    LaterAnswers* later = nullptr;   ///< takes calls whose answers come later; null: every call answers now
 };
 
 class Exchange {
 public:
     Exchange(const HttpRequest& req, const RequestContext& context, DateCache& date, std::string& out)
         : request(req), client(context.client), keep_alive(context.keep_alive),
-          http10(req.http_major == 1 && req.http_minor == 0), date_(date), out_(out) {}
+          http10(req.http_major == 1 && req.http_minor == 0), later(context.later), date_(date), out_(out) {}
 
     /// A head for `status` with the exchange's date and framing; the caller adds the rest.
     ResponseHead head(HttpStatus status, std::string_view content_type) const;
@@ -42,11 +45,13 @@ public:
     HttpStatus method_not_allowed();
 
     std::string& out() { return out_; }
+    DateCache& date() { return date_; }
 
     const HttpRequest& request;
     const ClientInfo& client;
     const bool keep_alive;
     const bool http10;
+    LaterAnswers* const later; ///< takes calls whose answers come later, or null
     std::string_view path;     ///< decoded; set by the router once the target is checked
     bool close_after = false;  ///< the response said "Connection: close" on its own account
 

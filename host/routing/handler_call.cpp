@@ -9,9 +9,19 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 
 namespace cspd {
 namespace {
+
+void record_latency(HandlerStats* stats, double ns) {
+    if (!stats) return;
+    ns = std::clamp(ns, 0.0, 1e15);
+    unsigned bucket = 0;
+    while (bucket < std::size(kLatencyBounds) && ns > kLatencyBounds[bucket] * 1e9) ++bucket;
+    bump(stats->latency[bucket]);
+    bump(stats->latency_sum_ns, static_cast<std::uint64_t>(ns));
+}
 
 /// Marks a handler call in the loop's slot (the master's watchdog reads it) and, on the
 /// way out, counts it into the handler's latency histogram.
@@ -31,12 +41,7 @@ public:
         // Signed: a thread moved to a core whose counter lags reads a small negative time, not 2^64.
         const auto elapsed = static_cast<std::int64_t>(CycleClock::now() - started_);
         slot_->handler_started_ns.store(0, std::memory_order_relaxed);
-        if (!stats_) return;
-        const double ns = elapsed > 0 ? std::min(CycleClock::to_ns(std::uint64_t(elapsed)), 1e15) : 0.0;
-        unsigned bucket = 0;
-        while (bucket < std::size(kLatencyBounds) && ns > kLatencyBounds[bucket] * 1e9) ++bucket;
-        bump(stats_->latency[bucket]);
-        bump(stats_->latency_sum_ns, static_cast<std::uint64_t>(ns));
+        record_latency(stats_, elapsed > 0 ? CycleClock::to_ns(std::uint64_t(elapsed)) : 0.0);
     }
     TimedCall(const TimedCall&) = delete;
     TimedCall& operator=(const TimedCall&) = delete;
@@ -47,50 +52,118 @@ private:
     std::uint64_t started_ = 0;
 };
 
-}  // namespace
+HttpStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, std::string& out) {
+    if (call.stats) bump(call.stats->errors), bump(call.stats->requests[status_class(500)]);
+    append_error(out, HttpStatus::internal_server_error, date.now(), frame.keep_alive, frame.http10, frame.head_only);
+    return HttpStatus::internal_server_error;
+}
+
+} // namespace
+
+HandlerCall::HandlerCall() : current_(std::make_unique<CallState>()) { hook_.self = this; }
 
 void HandlerCall::attach_stats(LoopSlot& slot) {
     slot_ = &slot;
     CycleClock::calibrate();
 }
 
-HttpStatus HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view query) {
+PendingReply* HandlerCall::Hook::defer() noexcept {
+    HandlerCall& call = *self;
+    if (!call.later_ || !call.current_) return nullptr;
+    call.current_->version = call.entry_->version;  // pinned: a reload never unloads code that owes an answer
+    return call.later_->adopt(call.current_, call.frame_);
+}
+
+CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view path_info,
+                             std::string_view query, LaterAnswers* later, HttpStatus& status) {
     const HandlerVersion& handler = *entry.version;
-    HandlerStats* stats = slot_ ? entry.stats : nullptr;
     const HttpRequest& request = exchange.request;
-    reply_.reset();
-    view_.bind(request, exchange.path, query, exchange.client.address, exchange.client.port, handler.state());
-    const auto failed = [&] {
-        if (stats) bump(stats->errors), bump(stats->requests[status_class(500)]);
-        return exchange.error(HttpStatus::internal_server_error);
-    };
-    int returned;
+    if (!current_) current_ = std::make_unique<CallState>();  // the last one answers later
+    CallState& call = *current_;
+    call.stats = slot_ ? entry.stats : nullptr;
+    call.reply.reset(handler.abi());
+    call.view.bind(request,
+                   {exchange.path, path_info, query, exchange.client.address, exchange.client.port, handler.state()},
+                   handler.abi());
+    const ResponseFrame frame{exchange.keep_alive && !exchange.close_after, exchange.http10, request.head};
+    if (handler.blocking() && later) {
+        call.version = entry.version;
+        if (later->run_blocking(current_, frame)) return CallOutcome::later;
+        call.version.reset();
+        return CallOutcome::pool_full;
+    }
+    entry_ = &entry;
+    later_ = later;
+    frame_ = frame;
+    call.reply.set_defer_hook(later ? &hook_ : nullptr);
+    std::optional<int> returned;
     try {
-        TimedCall timed(slot_, stats);
+        TimedCall timed(slot_, call.stats);
         RunningHandler marker(handler.label());  // named in the crash report if this call brings the process down
-        returned = handler.handle(view_.raw(), reply_.raw());
+        returned = handler.handle(call.view.raw(), call.view.raw_v1(), call.reply.raw());
     } catch (const std::exception& e) {
         spdlog::error("handler {}: threw on {} {}: {}", handler.describe(), request.method, exchange.path, e.what());
-        return failed();
     } catch (...) {
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), request.method,
                       exchange.path);
-        return failed();
     }
-    if (!reply_.consistent()) {
-        spdlog::error("handler {}: left its reply buffer inconsistent (size beyond capacity, or moved data)",
-                      handler.describe());
-        return failed();
+    later_ = nullptr;
+    if (!current_) {
+        // The handler deferred: its reply comes through csp_pending_finish, whatever it returned.
+        if (returned != CSP_DEFERRED)
+            spdlog::warn("handler {}: deferred its reply but returned {}; the reply waits for csp_pending_finish",
+                         handler.describe(), returned ? std::to_string(*returned) : "by throwing");
+        return CallOutcome::later;
     }
-    const std::optional<HttpStatus> status = from_handler(returned);
-    if (!status) {
-        spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), returned);
-        return failed();
-    }
-    if (stats) bump(stats->requests[status_class(code(*status))]);
-    ResponseHead head = exchange.head(*status, reply_.content_type());
-    head.extra_headers = reply_.extra_headers();
-    return exchange.send(head, reply_.body());
+    call.reply.set_defer_hook(nullptr);
+    status = answer(call, handler, returned, frame, exchange.date(), exchange.out());
+    return CallOutcome::answered;
 }
 
-}  // namespace cspd
+HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, std::optional<int> returned,
+                               const ResponseFrame& frame, DateCache& date, std::string& out) {
+    if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));
+    if (!returned) return failed(call, frame, date, out);  // threw: already logged
+    if (!call.reply.consistent()) {
+        spdlog::error("handler {}: left its reply buffer inconsistent (size beyond capacity, or moved data)",
+                      handler.describe());
+        return failed(call, frame, date, out);
+    }
+    const std::optional<HttpStatus> status = from_handler(*returned);
+    if (!status) {
+        if (*returned == CSP_DEFERRED)
+            spdlog::error("handler {}: returned CSP_DEFERRED without csp_reply_defer", handler.describe());
+        else
+            spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), *returned);
+        return failed(call, frame, date, out);
+    }
+    if (call.stats) bump(call.stats->requests[status_class(code(*status))]);
+    ResponseHead head;
+    head.status = *status;
+    head.content_type = call.reply.content_type();
+    head.extra_headers = call.reply.extra_headers();
+    head.date = date.now();
+    head.keep_alive = frame.keep_alive;
+    head.http10 = frame.http10;
+    head.head_only = frame.head_only;
+    append_response(out, head, call.reply.body());
+    return *status;
+}
+
+std::optional<int> HandlerCall::run_blocking_call(CallState& call) {
+    const HandlerVersion& handler = *call.version;
+    const std::int64_t started = monotonic_now_ns();
+    std::optional<int> returned;
+    try {
+        RunningHandler marker(handler.label());
+        returned = handler.handle(call.view.raw(), call.view.raw_v1(), call.reply.raw());
+    } catch (const std::exception& e) {
+        spdlog::error("handler {}: threw: {}", handler.describe(), e.what());
+    } catch (...) {
+        spdlog::error("handler {}: threw a non-std exception", handler.describe());
+    }
+    call.elapsed_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(1, monotonic_now_ns() - started));
+    return returned;
+}
+
+} // namespace cspd

@@ -1,31 +1,96 @@
-// Runs one handler call for the router: binds the request view and the reply buffer,
-// times the call and marks it for the watchdog and the crash reporter, checks what the
-// handler left, and appends the response. Every way a call can fail ends in one place:
-// counted as the handler's error, answered 500, logged with the handler's name.
+// Runs one handler call for the router: binds the request view and the reply buffer in
+// the handler's ABI, times the call and marks it for the watchdog and the crash reporter,
+// checks what the handler left, and appends the response. Every way a call can fail ends
+// in one place: counted as the handler's error, answered 500, logged with the handler's name.
+//
+// A call whose answer comes later -- the handler deferred it, or it is a blocking handler's
+// -- is handed, with its own view and reply, to the connection's LaterAnswers; the connection
+// answers it with HandlerCall::answer when it is finished.
 #pragma once
 
 #include "handler/sdk_bridge.hpp"
 #include "handler/table.hpp"
 #include "routing/exchange.hpp"
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string_view>
 
 namespace cspd {
 
+struct HandlerStats;
 struct LoopSlot;
+
+/// One handler call's objects. The loop reuses one for every call that answers at once; a call
+/// whose answer comes later keeps its own until then.
+struct CallState {
+    HandlerRequestView view;
+    HandlerReply reply;
+    std::shared_ptr<const HandlerVersion> version;  ///< pins the code that owes the answer
+    HandlerStats* stats = nullptr;                  ///< the handler's counters, or null
+    std::uint64_t elapsed_ns = 0;                   ///< a blocking call's time, measured on its thread
+};
+
+/// How an answer that comes later is framed, decided when the request was routed.
+struct ResponseFrame {
+    bool keep_alive = true;
+    bool http10 = false;
+    bool head_only = false;
+};
+
+/// The connection's side of answers that come later (serving/ implements it).
+class LaterAnswers {
+public:
+    /// The handler deferred its reply: take `call` over (and leave it empty), or return null.
+    virtual PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept = 0;
+    /// A blocking handler's call: run it off the loop and answer later (taking `call` over);
+    /// false when every thread is busy and the queue is full.
+    virtual bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept = 0;
+
+protected:
+    ~LaterAnswers() = default;
+};
+
+/// What came of a call.
+enum class CallOutcome { answered, later, pool_full };
 
 class HandlerCall {
 public:
+    HandlerCall();
+
     /// From now on calls are timed and counted in `slot`.
     void attach_stats(LoopSlot& slot);
 
-    /// Calls `handler` for the exchange; `query` is the raw query string.
-    HttpStatus run(const HandlerTable::Entry& handler, Exchange& exchange, std::string_view query);
+    /// Calls `handler` for the exchange (`path_info`: the path after /csp/NAME; `query`: raw).
+    /// With `later`, a blocking handler runs on the pool and a handler may defer; without, both
+    /// answer at once on this thread. `status` is the one sent when the outcome is `answered`.
+    CallOutcome run(const HandlerTable::Entry& handler, Exchange& exchange, std::string_view path_info,
+                    std::string_view query, LaterAnswers* later, HttpStatus& status);
+
+    /// Checks what a finished call left (`returned`: the status it gave; empty if it threw, which
+    /// is logged already), counts it, appends the response to `out`. On the loop that routed the call.
+    static HttpStatus answer(CallState& call, const HandlerVersion& version, std::optional<int> returned,
+                             const ResponseFrame& frame, DateCache& date, std::string& out);
+
+    /// Runs a blocking handler's call on the calling thread (a pool thread), timed into
+    /// call.elapsed_ns and marked for the crash report: the status it returned, or empty if it
+    /// threw (logged). Deferring is not offered there: a blocking handler may simply wait.
+    static std::optional<int> run_blocking_call(CallState& call);
 
 private:
+    struct Hook final : DeferHook {
+        HandlerCall* self = nullptr;
+        PendingReply* defer() noexcept override;
+    };
+
     LoopSlot* slot_ = nullptr;
-    HandlerRequestView view_;  // reused by every call on this loop: the request path does not allocate
-    HandlerReply reply_;
+    std::unique_ptr<CallState> current_;  // reused until a call that answers later takes it
+    Hook hook_;
+    // What the hook needs while a call runs.
+    const HandlerTable::Entry* entry_ = nullptr;
+    LaterAnswers* later_ = nullptr;
+    ResponseFrame frame_;
 };
 
-}  // namespace cspd
+} // namespace cspd

@@ -42,10 +42,14 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, std::string& out) {
     Exchange exchange(request, context, date_, out);
     Routed routed;
-    routed.status = route(exchange, routed.body_file);
+    routed.status = route(exchange, routed);
     routed.close_after = exchange.close_after;
-    if (slot_) bump(slot_->requests[status_class(code(routed.status))]);
+    if (!routed.later) count_response(routed.status);
     return routed;
+}
+
+void Router::count_response(HttpStatus status) {
+    if (slot_) bump(slot_->requests[status_class(code(status))]);
 }
 
 bool Router::check_target(Exchange& exchange, std::string_view& query) {
@@ -69,26 +73,42 @@ bool Router::check_target(Exchange& exchange, std::string_view& query) {
     return true;
 }
 
-HttpStatus Router::route(Exchange& exchange, StaticFiles::File& body_file) {
+HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     std::string_view query;
     if (!check_target(exchange, query)) return exchange.error(HttpStatus::bad_request);
     const std::string_view path = exchange.path;
     // The status address is for operators: probes, /-/status and /metrics, nothing else.
     if (exchange.client.status_port && path != "/metrics" && !path.starts_with("/-/"))
         return exchange.error(HttpStatus::not_found);
-    if (path.starts_with(kHandlerPrefix)) {
-        const std::string_view name = path.substr(kHandlerPrefix.size());
-        const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
-        if (!handler) return exchange.error(HttpStatus::not_found);
-        if (shared_) {
-            const HandlerFileIdentity& file = handler->version->file();
-            if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
-        }
-        return call_.run(*handler, exchange, query);
-    }
+    if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
-    return serve_static(www_, exchange, body_file);
+    return serve_static(www_, exchange, routed.body_file);
+}
+
+HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query,
+                                Routed& routed) {
+    // /csp/NAME, /csp/NAME/ and /csp/NAME/rest... all reach NAME; the handler sees the rest as path_info.
+    const std::size_t slash = after_prefix.find('/');
+    const std::string_view name = after_prefix.substr(0, slash);
+    const std::string_view path_info = slash == std::string_view::npos ? std::string_view("", 0) : after_prefix.substr(slash);
+    const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
+    if (!handler) return exchange.error(HttpStatus::not_found);
+    if (shared_) {
+        const HandlerFileIdentity& file = handler->version->file();
+        if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
+    }
+    HttpStatus status = HttpStatus::ok;
+    switch (call_.run(*handler, exchange, path_info, query, exchange.later, status)) {
+    case CallOutcome::answered:
+        return status;
+    case CallOutcome::later:
+        routed.later = true;
+        return HttpStatus::ok;
+    case CallOutcome::pool_full:
+        return builtin_.busy(exchange);
+    }
+    return status;
 }
 
 }  // namespace cspd

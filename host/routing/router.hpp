@@ -19,7 +19,8 @@ struct SharedStats;
 
 /// What became of one request.
 struct Routed {
-    HttpStatus status = HttpStatus::ok;
+    bool later = false;          ///< the answer comes later, through the context's LaterAnswers
+    HttpStatus status = HttpStatus::ok;  ///< what was sent, unless `later`
     bool close_after = false;     ///< the response said "Connection: close" on its own account
     StaticFiles::File body_file;  ///< open when a large file's bytes follow the head on the wire
 };
@@ -34,11 +35,15 @@ public:
     /// watchdog; /-/status and /metrics report `shared`; quarantined versions answer 503.
     void attach_stats(SharedStats& shared, LoopSlot& slot);
 
-    /// Appends the response to `request` to `out`.
+    /// Appends the response to `request` to `out`, or hands the call to `context.later`.
     Routed respond(const HttpRequest& request, const RequestContext& context, std::string& out);
 
+    /// Counts a response sent later (a deferred or blocking handler's) with the others.
+    void count_response(HttpStatus status);
+
 private:
-    HttpStatus route(Exchange& exchange, StaticFiles::File& body_file);
+    HttpStatus route(Exchange& exchange, Routed& routed);
+    HttpStatus call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query, Routed& routed);
     /// Sets exchange.path from the request-target; false (400 sent) if the target is malformed.
     bool check_target(Exchange& exchange, std::string_view& query);
 

@@ -26,7 +26,8 @@ struct HandlerSummary {
 };
 
 struct Summary {
-    std::uint64_t requests[5]{}, open_connections = 0, accepted = 0;
+    std::uint64_t requests[5]{}, open_connections = 0, accepted = 0, replies_owed = 0, blocking_busy = 0, blocking_queued = 0,
+                  blocking_refused = 0;
     std::map<std::string, HandlerSummary, std::less<>> handlers;
 };
 
@@ -38,7 +39,13 @@ Summary summarize(const SharedStats& stats) {
         for (unsigned c = 0; c < 5; ++c) sum.requests[c] += read(slot.requests[c]);
         sum.accepted += read(slot.accepted_connections);
         // A dead worker's connections are gone; its counters stay (they are history).
-        if (slot.pid.load(std::memory_order_relaxed) != 0) sum.open_connections += read(slot.open_connections);
+        sum.blocking_refused += read(slot.blocking_refused);
+        if (slot.pid.load(std::memory_order_relaxed) != 0) {
+            sum.open_connections += read(slot.open_connections);
+            sum.replies_owed += read(slot.replies_owed);
+            sum.blocking_busy += read(slot.blocking_busy);
+            sum.blocking_queued += read(slot.blocking_queued);
+        }
         for (const HandlerStats& entry : slot.handlers) {
             if (entry.in_use.load(std::memory_order_acquire) == 0) break;  // claimed in order
             const VersionInfo info = snapshot(entry.info);
@@ -118,6 +125,15 @@ std::string render_metrics(const SharedStats& stats) {
     sample(out, "cspd_open_connections", "", double(sum.open_connections));
     family(out, "cspd_connections_total", "counter", "Client connections accepted.");
     sample(out, "cspd_connections_total", "", double(sum.accepted));
+    family(out, "cspd_replies_owed", "gauge", "Answers that deferred and blocking handler calls still owe clients.");
+    sample(out, "cspd_replies_owed", "", double(sum.replies_owed));
+    family(out, "cspd_blocking_calls_running", "gauge", "Blocking handlers' calls running on their pools now.");
+    sample(out, "cspd_blocking_calls_running", "", double(sum.blocking_busy));
+    family(out, "cspd_blocking_calls_queued", "gauge", "Blocking handlers' calls waiting for a thread now.");
+    sample(out, "cspd_blocking_calls_queued", "", double(sum.blocking_queued));
+    family(out, "cspd_blocking_calls_refused_total", "counter",
+           "Blocking handlers' calls answered 503: every thread busy and the queue full.");
+    sample(out, "cspd_blocking_calls_refused_total", "", double(sum.blocking_refused));
 
     unsigned workers = 0;
     const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
@@ -180,6 +196,9 @@ std::string render_status(const SharedStats& stats) {
     for (unsigned c = 0; c < 5; ++c) doc["requests"][kClasses[c]] = sum.requests[c];
     doc["open_connections"] = sum.open_connections;
     doc["connections_total"] = sum.accepted;
+    doc["replies_owed"] = sum.replies_owed;
+    doc["blocking_calls"] = {{"running", sum.blocking_busy}, {"queued", sum.blocking_queued},
+                             {"refused", sum.blocking_refused}};
     doc["worker_restarts"] = read(stats.worker_restarts);
 
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();

@@ -2,7 +2,10 @@
 
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
+#include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
+#include "serving/pending_call.hpp"
+#include "stats/shared_stats.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -29,6 +32,9 @@ constexpr std::uint32_t kWriteTimeoutS = 30;
 // After an error response, unread input is drained this long before closing, so the
 // kernel does not answer it with a reset that could destroy the response in flight.
 constexpr std::uint32_t kLingerS = 2;
+// While an answer is owed, what the client pipelines behind it is kept unparsed up to this;
+// past it the socket is left unread (TCP holds the client back) until the answer is sent.
+constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
@@ -42,6 +48,10 @@ Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, boo
 }
 
 Connection::~Connection() {
+    if (waiting_) {
+        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        owe_nothing();
+    }
     if (!socket_.is_open() && fd_ >= 0) ::close(fd_);
     release_buffer();
     loop_.connections.detach(this);
@@ -164,7 +174,8 @@ std::size_t Connection::pending_output() const { return queued_.size() + loop_.o
 SinkAction Connection::on_request(const HttpRequest& request) {
     // Only whole requests count as activity: stray bytes (bare CRLFs) must not keep a connection open.
     last_request_ = loop_.now;
-    const RequestContext context{ClientInfo{address_, port_, status_port_}, request.keep_alive && !loop_.draining};
+    const RequestContext context{ClientInfo{address_, port_, status_port_}, request.keep_alive && !loop_.draining,
+                                 this};
     std::string& out = loop_.output;
     // A crash sends this client what is built for it and a 500 -- only when nothing older is still
     // queued (unsent leftovers, a file being streamed), which the 500 would overtake.
@@ -173,6 +184,12 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     } forget;
     if (queued_.empty()) set_crash_client(fd_, request.head, &out);
     Routed routed = loop_.router.respond(request, context, out);
+    if (routed.later) {
+        // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
+        waiting_since_ = loop_.now;
+        close_after_answer_ = !context.keep_alive;
+        return close_after_answer_ ? SinkAction::stop : SinkAction::pause;
+    }
     if (routed.body_file.is_open()) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
         queued_.append_file(out, std::move(routed.body_file));
@@ -233,18 +250,132 @@ void Connection::wait_writable() {
 }
 
 void Connection::resume() {
+    if (waiting_) {
+        wait_for_answer();
+        return;
+    }
     if (closing_ || (loop_.draining && !parser_.mid_request() && pending_input_.empty())) {
         linger();
         return;
     }
     if (!pending_input_.empty()) {
-        std::string input = std::move(pending_input_);
+        // Kept in a member while it is parsed: a request in it may wait for its answer.
+        replay_ = std::move(pending_input_);
         pending_input_.clear();
         state_ = State::reading;
-        process(input);  // may pause again, stashing what is left
+        process(replay_);  // may pause again, stashing what is left
         return;
     }
     read();
+}
+
+PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+    try {
+        auto pending = std::make_shared<PendingCall>(
+            loop_.io, loop_.inbox, std::move(call), frame, false,
+            [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
+                if (auto self = weak.lock()) self->on_answer(p, returned);
+            });
+        pending->hand_to_handler();
+        owe(pending);
+        return pending.get();
+    } catch (const std::bad_alloc&) {
+        return nullptr;  // `call` is left with the handler's call, which then answers at once
+    }
+}
+
+bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+    if (!loop_.blocking) return false;
+    try {
+        auto pending = std::make_shared<PendingCall>(
+            loop_.io, loop_.inbox, std::move(call), frame, true,
+            [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
+                if (auto self = weak.lock()) self->on_answer(p, returned);
+            });
+        const bool queued = loop_.blocking->submit([pending] {
+            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
+        });
+        if (!queued) {
+            call = pending->release_call();
+            return false;
+        }
+        owe(std::move(pending));
+        return true;
+    } catch (const std::bad_alloc&) {
+        return false;
+    }
+}
+
+void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
+    if (waiting_.get() != &pending || state_ == State::closed) return;
+    CallState& call = pending.call();
+    ResponseFrame frame = pending.frame();
+    if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
+    const HttpStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
+    loop_.router.count_response(status);
+    owe_nothing();
+    if (close_after_answer_ || !frame.keep_alive) closing_ = true;
+    last_request_ = loop_.now;
+    send_output();
+}
+
+void Connection::wait_for_answer() {
+    if (state_ == State::waiting || !ensure_registered()) return;
+    state_ = State::waiting;
+    if (pending_input_.size() >= kMaxInputWhileWaiting) return;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_readable_while_waiting();
+    });
+}
+
+void Connection::on_readable_while_waiting() {
+    if (state_ != State::waiting) return;  // answered meanwhile: the reading goes on elsewhere
+    char chunk[4096];
+    for (;;) {
+        const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - pending_input_.size());
+        if (room == 0) return;  // full: leave the rest in the socket until the answer is out
+        const ssize_t n = ::recv(fd_, chunk, room, MSG_DONTWAIT);
+        if (n > 0) {
+            pending_input_.append(chunk, static_cast<std::size_t>(n));
+            last_read_ = loop_.now;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        close();  // EOF or reset: the client is gone, and the answer with it
+        return;
+    }
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_readable_while_waiting();
+    });
+}
+
+void Connection::give_up_waiting(const char* why) {
+    const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
+    spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
+                 port_);
+    waiting_->drop(CSP_ABORT_TIMEOUT);
+    const ResponseFrame frame = waiting_->frame();
+    owe_nothing();
+    append_error(loop_.output, HttpStatus::gateway_timeout, loop_.date.now(), false, frame.http10, frame.head_only);
+    loop_.router.count_response(HttpStatus::gateway_timeout);
+    closing_ = true;  // what was pipelined behind it is not answered
+    send_output();
+}
+
+void Connection::owe(std::shared_ptr<PendingCall> pending) {
+    waiting_ = std::move(pending);
+    if (loop_.slot) bump(loop_.slot->replies_owed);
+}
+
+void Connection::owe_nothing() {
+    if (!waiting_) return;
+    waiting_.reset();
+    if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
+}
+
+void Connection::warn_draining() {
+    if (waiting_) waiting_->warn_draining();
 }
 
 void Connection::linger() {
@@ -313,6 +444,14 @@ void Connection::on_tick(std::uint32_t now) {
     case State::lingering:
         if (now - last_write_ >= kLingerS) close();
         break;
+    case State::waiting:
+        if (waiting_->blocking()) {
+            if (config.handler_timeout_s > 0 && now - waiting_since_ >= config.handler_timeout_s)
+                give_up_waiting("blocking call ran longer than --handler-timeout");
+        } else if (config.pending_timeout_s > 0 && now - waiting_since_ >= config.pending_timeout_s) {
+            give_up_waiting("deferred reply not finished within --pending-timeout");
+        }
+        break;
     case State::closed: break;
     }
 }
@@ -327,6 +466,10 @@ void Connection::release_buffer() {
 void Connection::close() {
     if (state_ == State::closed) return;
     state_ = State::closed;
+    if (waiting_) {
+        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        owe_nothing();
+    }
     if (socket_.is_open()) {
         boost::system::error_code ec;
         socket_.close(ec);

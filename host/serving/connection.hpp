@@ -6,12 +6,18 @@
 // its loop; one idle for a tick gives the buffer back and waits for readability
 // alone, so idle connections hold no buffer.
 //
+// Answers that come later (a deferred reply, a blocking handler's call): the connection
+// waits for them in request order. Parsing stops after such a request; what follows it is
+// kept unparsed, the request's bytes stay where they are, and the socket is only watched
+// for the client going away.
+//
 // Lifetime: shared_ptr. Every pending async operation holds `self`; the object
 // dies when none does. The loop's ConnectionList only points at it.
 #pragma once
 
 #include "http/parser.hpp"
 #include "http/status.hpp"
+#include "routing/handler_call.hpp"
 #include "serving/connection_list.hpp"
 #include "serving/output_queue.hpp"
 
@@ -26,8 +32,9 @@
 namespace cspd {
 
 struct LoopContext;
+class PendingCall;
 
-class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink {
+class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink, private LaterAnswers {
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
     /// when it first has to wait: a request that is already there is answered without that.
@@ -40,8 +47,11 @@ public:
     void on_drain();
     /// Once a second: enforce timeouts, park idle connections.
     void on_tick(std::uint32_t now);
-    /// Closes the socket; pending operations complete with operation_aborted.
+    /// Closes the socket; pending operations complete with operation_aborted. An answer still
+    /// owed is dropped (its handler is told the client went away).
     void close();
+    /// The server stops soon: a handler still owing this connection an answer is told.
+    void warn_draining();
 
     Connection* prev = nullptr;  // ConnectionList's links
 
@@ -53,11 +63,24 @@ private:
         parked,     ///< idle: waiting for readability, no buffer
         writing,    ///< output waits for the socket to drain
         lingering,  ///< final response sent, reading and discarding until EOF
+        waiting,    ///< for an answer that comes later; the socket is watched for the client leaving
         closed,
     };
 
     SinkAction on_request(const HttpRequest& request) override;
     void on_continue_expected() override;
+    PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
+    bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
+    /// The answer came (on the loop): send it and go on with what was read behind it.
+    void on_answer(PendingCall& pending, std::optional<int> returned);
+    /// Waits for the answer, watching the socket for the client leaving.
+    void wait_for_answer();
+    void on_readable_while_waiting();
+    /// The answer is overdue: 504, and the connection closes after it.
+    void give_up_waiting(const char* why);
+    /// An answer is owed from now on (counted for /metrics), or no longer.
+    void owe(std::shared_ptr<PendingCall> pending);
+    void owe_nothing();
 
     void read();
     void read_now();
@@ -81,7 +104,7 @@ private:
     std::size_t pending_output() const;
     bool idle() const {
         return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 &&
-               !parser_.mid_request() && pending_input_.empty();
+               !parser_.mid_request() && pending_input_.empty() && !waiting_;
     }
 
     LoopContext& loop_;
@@ -93,16 +116,20 @@ private:
     HttpParser parser_;
     char* buffer_ = nullptr;     // lent by the loop while reading
     std::string pending_input_;  // bytes read but not parsed yet (after a pause)
+    std::string replay_;         // pending_input_ being parsed: requests may point into it
+    std::shared_ptr<PendingCall> waiting_;  // the answer that comes later, for the last request parsed
     OutputQueue queued_;         // what the socket has not taken yet (usually nothing)
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written
     bool park_requested_ = false;   // the pending read was cancelled to park
     bool linger_on_close_ = false;  // unread input may follow: drain before closing
+    bool close_after_answer_ = false;  // the request waited for asked to close
     // Loop-tick timestamps (seconds) for the timeouts in on_tick.
     std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
     std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
     std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
     std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
+    std::uint32_t waiting_since_ = 0;    // when the answer began to be owed
     char address_[46] = {};              // INET6_ADDRSTRLEN
     unsigned short port_ = 0;
     bool status_port_ = false;

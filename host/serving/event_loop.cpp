@@ -3,6 +3,7 @@
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
 #include "serving/connection.hpp"
+#include "serving/loop_inbox.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <boost/asio/post.hpp>
@@ -20,28 +21,37 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
-      router_(handlers_, www, date_, options.routing, &context_.draining), context_{io_,      options.connection,
-                                                                                    router_,  date_,
-                                                                                    buffers_, connections_,
-                                                                                    {},       false,
-                                                                                    0},
+      router_(handlers_, www, date_, options.routing, &context_.draining),
+      context_{.io = io_,
+               .limits = options.connection,
+               .router = router_,
+               .date = date_,
+               .buffers = buffers_,
+               .connections = connections_,
+               .inbox = std::make_shared<LoopInbox>(io_)},
       acceptor_(io_, "loop " + std::to_string(index),
                 [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, false); }),
       status_acceptor_(io_, "loop " + std::to_string(index) + " (status address)",
                        [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, true); }),
-      tick_timer_(io_) {
+      tick_timer_(io_), drain_warning_(io_) {
     connections_.on_emptied([this] {
-        if (context_.draining && !taking_backlog_) tick_timer_.cancel();  // nothing left: let run() return now
+        if (context_.draining && !taking_backlog_) {  // nothing left: let run() return now
+            tick_timer_.cancel();
+            drain_warning_.cancel();
+        }
     });
 }
 
 EventLoop::~EventLoop() {
+    // From now on a handler finishing a reply from its own thread finds the loop gone.
+    context_.inbox->close();
     // Called after run() has returned. Connections point back at this loop, so close
     // them and let their aborted waits run (and release them) while it is still whole.
     connections_.for_each([](Connection& c) { c.close(); });
     acceptor_.close();
     status_acceptor_.close();
     tick_timer_.cancel();
+    drain_warning_.cancel();
     io_.restart();
     io_.poll();
 }
@@ -52,6 +62,7 @@ void EventLoop::adopt_status_listener(int fd) { status_acceptor_.adopt(fd); }
 
 void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
     slot_ = &slot;
+    context_.slot = &slot;
     handlers_.attach_stats(slot);
     connections_.attach_stats(slot);
     router_.attach_stats(shared, slot);
@@ -64,6 +75,7 @@ void EventLoop::run() {
         slot_->thread_id.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
         set_crash_flag(&slot_->crashed);
     }
+    context_.inbox->bind_to_this_thread();
     acceptor_.start();
     status_acceptor_.start();
     tick();
@@ -72,9 +84,14 @@ void EventLoop::run() {
 
 void EventLoop::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
-void EventLoop::begin_drain() {
-    post([this] {
+void EventLoop::begin_drain(std::chrono::seconds deadline) {
+    post([this, deadline] {
         context_.draining = true;
+        // Handlers still owing answers hear of it a second before the deadline (halfway, if shorter).
+        drain_warning_.expires_after(deadline > 2s ? deadline - 1s : std::chrono::milliseconds(deadline) / 2);
+        drain_warning_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) connections_.for_each([](Connection& c) { c.warn_draining(); });
+        });
         // Connections already queued on the socket reached a server that was open: take them
         // (they are answered with Connection: close) before closing it, which would reset them.
         taking_backlog_ = true;
@@ -82,7 +99,10 @@ void EventLoop::begin_drain() {
         taking_backlog_ = false;
         acceptor_.close();
         status_acceptor_.close();
-        if (connections_.empty()) tick_timer_.cancel();
+        if (connections_.empty()) {
+            tick_timer_.cancel();
+            drain_warning_.cancel();
+        }
         connections_.for_each([](Connection& c) { c.on_drain(); });
     });
 }
@@ -126,7 +146,10 @@ void EventLoop::tick() {
         const std::uint32_t now = ++context_.now;
         connections_.for_each([now](Connection& c) { c.on_tick(now); });
         // Once draining, the tick is the only work left besides connections: let run() return.
-        if (context_.draining && connections_.empty()) return;
+        if (context_.draining && connections_.empty()) {
+            drain_warning_.cancel();
+            return;
+        }
         tick();
     });
 }

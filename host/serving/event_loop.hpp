@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -48,13 +49,17 @@ public:
 
     /// Thread-safe: runs `fn` on this loop's thread.
     void post(std::function<void()> fn);
-    /// Thread-safe: stop accepting; close idle connections; finish the rest.
-    void begin_drain();
+    /// Thread-safe: stop accepting; close idle connections; finish the rest. Handlers still
+    /// owing answers are told shortly before `deadline` (from now), when the loop will be stopped.
+    void begin_drain(std::chrono::seconds deadline);
     /// Thread-safe: stop now, whatever is in flight.
     void stop();
 
     /// This loop's live handlers: loop thread only (updates arrive through post()).
     HandlerTable& handlers() { return handlers_; }
+
+    /// Blocking handlers' calls run on `pool` (set up before run()); without one they get 503.
+    void attach_blocking_pool(BlockingPool& pool) { context_.blocking = &pool; }
 
 private:
     /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
@@ -75,6 +80,7 @@ private:
     Acceptor acceptor_;
     Acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
     boost::asio::steady_timer tick_timer_;
+    boost::asio::steady_timer drain_warning_;
     std::uint32_t last_overload_log_ = ~0u;
     bool taking_backlog_ = false;  // the drain takes the backlog: an empty list does not end the loop yet
     LoopSlot* slot_ = nullptr;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace cspd {
@@ -22,7 +23,13 @@ struct ConnectionLimits {
     std::size_t max_body_bytes = 1024 * 1024;
     unsigned keepalive_timeout_s = 15;
     unsigned header_timeout_s = 10;
+    unsigned handler_timeout_s = 10;  ///< a blocking call past it: its client gets 504 (0: never)
+    unsigned pending_timeout_s = 60;  ///< a deferred reply past it: its client gets 504 (0: never)
 };
+
+class BlockingPool;
+struct LoopSlot;
+class LoopInbox;
 
 struct LoopContext {
     boost::asio::io_context& io;
@@ -31,8 +38,11 @@ struct LoopContext {
     DateCache& date;
     BufferPool& buffers;
     ConnectionList& connections;
+    std::shared_ptr<LoopInbox> inbox{};  ///< onto this loop's thread, from any thread
+    BlockingPool* blocking = nullptr;  ///< the worker's pool for blocking handlers
+    LoopSlot* slot = nullptr;          ///< this loop's shared counters, if any
     /// Where a connection builds its responses while it processes one read; empty between reads.
-    std::string output;
+    std::string output{};
     bool draining = false;
     /// Seconds since the loop started, advanced by the once-a-second tick.
     std::uint32_t now = 0;

@@ -74,6 +74,10 @@ struct LoopSlot {
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
     Counter open_connections, accepted_connections;
+    Counter replies_owed;                    // deferred and blocking calls not answered yet
+    // The process's pool for blocking handlers, in its first slot (written under the pool's lock).
+    Counter blocking_busy, blocking_queued;  // now
+    Counter blocking_refused;                // calls answered 503: every thread busy, the queue full
     Counter requests[5];  // every response, by status class
     HandlerStats handlers[kMaxTrackedHandlers];
 };

@@ -1,4 +1,4 @@
-/* Claims an SDK ABI version this host does not speak: must be refused. */
+/* Claims an SDK ABI major this host does not speak (3.0): must be refused. */
 #include <csp/csp.h>
 
 static int handle(const csp_request *req, csp_reply *reply) {
@@ -8,4 +8,4 @@ static int handle(const csp_request *req, csp_reply *reply) {
 }
 
 CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {
-    CSP_ABI_VERSION + 41, sizeof(csp_handler_descriptor), handle, NULL, NULL};
+    3u << 16, sizeof(csp_handler_descriptor), handle, NULL, NULL, 0u};

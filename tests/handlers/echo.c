@@ -12,6 +12,7 @@ static int echo(const csp_request *req, csp_reply *reply) {
     csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
     put_field(reply, "method", req->method);
     put_field(reply, "path", req->path);
+    put_field(reply, "path-info", req->path_info);
     put_field(reply, "query", req->query);
     put_field(reply, "name", csp_query_arg(req, "name"));
     put_field(reply, "x-test", csp_header(req, "X-TEST"));

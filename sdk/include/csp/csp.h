@@ -2,7 +2,8 @@
  *
  * A handler is a shared object that exports one symbol, `csp_handler`, a
  * descriptor carrying the ABI version and the entry point. Define it with
- * CSP_HANDLER(fn) or CSP_HANDLER_WITH_HOOKS(fn, init, cleanup).
+ * CSP_HANDLER(fn), CSP_HANDLER_WITH_HOOKS(fn, init, cleanup), or their
+ * CSP_BLOCKING_ forms for a handler that may block.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
  *       csp_reply_set_content_type(reply, "text/html");
@@ -11,10 +12,16 @@
  *   }
  *   CSP_HANDLER(hello)
  *
- * Threading: the host may call one handler from several event loops at once;
+ * Threading: the host may call one handler from several threads at once;
  * shared state reached through `req->state` must be thread-safe.
- * Lifetime: every pointer in csp_request and csp_reply is valid only during
- * the call. The state pointer lives from init to cleanup.
+ * Lifetime: every pointer in csp_request and csp_reply is valid during the
+ * call, and after csp_reply_defer until the deferred reply is finished. The
+ * state pointer lives from init to cleanup.
+ *
+ * The ABI (see sdk/README.md, "The ABI promise"): from 2.0 on, a handler built
+ * against 2.N loads on every host of 2.M with M >= N. Structs and the function
+ * table only grow at the end, their size carried in their first field; no call
+ * ever changes meaning.
  */
 #ifndef CSP_CSP_H
 #define CSP_CSP_H
@@ -28,10 +35,15 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a struct below changes layout; the host refuses others. */
-#define CSP_ABI_VERSION 1u
+/* major.minor: the host refuses another major, and a minor newer than its own. */
+#define CSP_ABI_MAJOR 2u
+#define CSP_ABI_MINOR 0u
+#define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
+
+/* A handler returns this instead of a status after csp_reply_defer: the answer comes later. */
+#define CSP_DEFERRED 0xDEFE
 
 /* A byte range. `data == NULL` means "absent", distinct from empty. */
 typedef struct csp_str {
@@ -41,29 +53,54 @@ typedef struct csp_str {
 
 typedef struct csp_request csp_request;
 typedef struct csp_reply csp_reply;
+/* A reply that is finished later, from any thread (csp_reply_defer). */
+typedef struct csp_pending csp_pending;
+
+/* Why a pending reply will not reach its client (csp_pending_on_abort). */
+enum {
+    CSP_ABORT_CLIENT_GONE = 1, /* the client closed the connection */
+    CSP_ABORT_TIMEOUT = 2,     /* --pending-timeout passed: the client was answered 504 */
+    CSP_ABORT_DRAINING = 3,    /* the server is stopping and its drain deadline is near */
+};
+
+/* What csp_loop_watch_fd waits for. */
+enum { CSP_READABLE = 1, CSP_WRITABLE = 2 };
+
+typedef void (*csp_abort_fn)(csp_pending *pending, int reason, void *user_data);
+typedef void (*csp_timer_fn)(csp_pending *pending, void *user_data);
+typedef void (*csp_fd_fn)(csp_pending *pending, int fd, unsigned events, void *user_data);
 
 /* Services the host implements; handlers reach them through the inline
- * functions below, never directly. */
+ * functions below, never directly. Grows only at the end. */
 typedef struct csp_host_api {
+    size_t size; /* bytes of this table the host fills */
     /* Grows reply->data to hold at least `capacity` bytes; 0 on success. */
     int (*reply_reserve)(csp_reply *reply, size_t capacity);
     /* The host copies the value; 0 on success, -1 if it is empty or holds a control
      * character (CR, LF, NUL...): it must be a valid header field value. */
     int (*reply_set_content_type)(csp_reply *reply, const char *type, size_t size);
-    /* The host copies both; -1 for an invalid name or a value with CR/LF. */
+    /* The host copies both; -1 for an invalid name, a value with CR/LF, or a host-owned header. */
     int (*reply_add_header)(csp_reply *reply, const char *name, size_t name_size,
                             const char *value, size_t value_size);
     /* Percent-decoded value of the first `name=` in the query string. */
     csp_str (*request_query_arg)(const csp_request *req, const char *name, size_t name_size);
     /* Case-insensitive header lookup; the first match. */
     csp_str (*request_header)(const csp_request *req, const char *name, size_t name_size);
+    /* 2.0: replies that finish later. */
+    csp_pending *(*reply_defer)(csp_reply *reply);
+    csp_reply *(*pending_reply)(csp_pending *pending);
+    int (*pending_finish)(csp_pending *pending, int status);
+    int (*pending_on_abort)(csp_pending *pending, csp_abort_fn fn, void *user_data);
+    int (*loop_timer)(csp_pending *pending, unsigned milliseconds, csp_timer_fn fn, void *user_data);
+    int (*loop_watch_fd)(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data);
 } csp_host_api;
 
-/* Read-only view of one request. */
+/* Read-only view of one request. Grows only at the end. */
 struct csp_request {
+    size_t size;         /* bytes of this struct the host fills */
     const csp_host_api *api;
     csp_str method;      /* "GET", "POST", ... */
-    csp_str path;        /* percent-decoded, e.g. "/csp/hello" */
+    csp_str path;        /* percent-decoded, e.g. "/csp/users/42" */
     csp_str query;       /* raw text after '?', empty when none */
     csp_str body;        /* whole body, de-chunked */
     csp_str client_addr; /* "127.0.0.1" or "::1" */
@@ -71,6 +108,13 @@ struct csp_request {
     unsigned char http_major, http_minor;
     void *state;         /* what init stored; NULL without init */
     const void *host;    /* host-private */
+    csp_str path_info;   /* 2.0: the path after /csp/NAME: "" or text starting with '/' */
+};
+
+/* A handle on a deferred reply; both fields are the host's (the handle is opaque). */
+struct csp_pending {
+    const csp_host_api *api;
+    void *host;
 };
 
 /* The reply buffer: the body is appended in place, G-WAN xbuf style. */
@@ -85,15 +129,21 @@ struct csp_reply {
 typedef int (*csp_handle_fn)(const csp_request *req, csp_reply *reply);
 /* Called once on load; store per-version state in *state. Nonzero refuses the load. */
 typedef int (*csp_init_fn)(void **state);
-/* Called once before unload, after the last request on this version. */
+/* Called once before unload, after the last request on this version, and after every
+ * deferred reply of this version has been finished. */
 typedef void (*csp_cleanup_fn)(void *state);
 
+/* csp_handler_descriptor.flags */
+#define CSP_HANDLER_BLOCKING 1u /* calls run on the worker's thread pool, never on an event loop */
+
 typedef struct csp_handler_descriptor {
-    unsigned abi_version; /* always CSP_ABI_VERSION; checked before anything else */
-    unsigned descriptor_size;
-    csp_handle_fn handle; /* returns the HTTP status, 200..599; anything else becomes a 500 */
-    csp_init_fn init;     /* optional */
-    csp_cleanup_fn cleanup; /* optional */
+    unsigned abi_version;     /* CSP_ABI_VERSION; checked before anything else */
+    unsigned descriptor_size; /* sizeof(csp_handler_descriptor) */
+    csp_handle_fn handle;     /* returns the HTTP status, 200..599, or CSP_DEFERRED; anything else
+                               * becomes a 500 */
+    csp_init_fn init;         /* optional */
+    csp_cleanup_fn cleanup;   /* optional */
+    unsigned flags;           /* 2.0: CSP_HANDLER_BLOCKING */
 } csp_handler_descriptor;
 
 #ifdef __cplusplus
@@ -102,12 +152,20 @@ typedef struct csp_handler_descriptor {
 #define CSP_EXTERN_C
 #endif
 
-#define CSP_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn)                     \
+#define CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, flags)                     \
     CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {          \
         CSP_ABI_VERSION, (unsigned)sizeof(csp_handler_descriptor), (handle_fn),   \
-        (init_fn), (cleanup_fn)};
+        (init_fn), (cleanup_fn), (flags)};
 
+#define CSP_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
+    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, 0u)
 #define CSP_HANDLER(handle_fn) CSP_HANDLER_WITH_HOOKS(handle_fn, NULL, NULL)
+
+/* A handler that may block (a synchronous database call, a slow file): the host runs its
+ * calls on a per-worker thread pool (--blocking-threads) and sends the reply from the loop. */
+#define CSP_BLOCKING_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
+    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, CSP_HANDLER_BLOCKING)
+#define CSP_BLOCKING_HANDLER(handle_fn) CSP_BLOCKING_HANDLER_WITH_HOOKS(handle_fn, NULL, NULL)
 
 /* ---- reply ---------------------------------------------------------- */
 
@@ -176,6 +234,48 @@ static inline csp_str csp_query_arg(const csp_request *req, const char *name) {
 
 static inline csp_str csp_header(const csp_request *req, const char *name) {
     return req->api->request_header(req, name, strlen(name));
+}
+
+/* ---- deferred replies (2.0) ------------------------------------------- */
+
+/* Turns this call's reply into one finished later: the handler then returns CSP_DEFERRED.
+ * Call it during the call, once. The request and everything it points at stay valid until
+ * the reply is finished; pipelined requests behind it wait their turn. NULL if the host
+ * cannot (out of memory): then answer now. */
+static inline csp_pending *csp_reply_defer(csp_reply *reply) {
+    return reply->api->reply_defer(reply);
+}
+
+/* The reply to fill before csp_pending_finish, with the usual csp_reply_* calls. From any
+ * thread, one thread at a time. */
+static inline csp_reply *csp_pending_reply(csp_pending *pending) {
+    return pending->api->pending_reply(pending);
+}
+
+/* Sends the reply with `status` (200..599; anything else sends 500). From any thread,
+ * exactly once; `pending` is gone after it. Also after an abort (the reply is dropped).
+ * 0, or -1 if the client will not see it (it went away, or timed out). */
+static inline int csp_pending_finish(csp_pending *pending, int status) {
+    return pending->api->pending_finish(pending, status);
+}
+
+/* `fn(pending, reason, user_data)` runs on the event loop, at most once, when the reply
+ * will not reach its client (CSP_ABORT_*). The handler must still call csp_pending_finish. */
+static inline int csp_pending_on_abort(csp_pending *pending, csp_abort_fn fn, void *user_data) {
+    return pending->api->pending_on_abort(pending, fn, user_data);
+}
+
+/* On the event loop that owns `pending` (call these from the handler's call on a loop, or
+ * from a callback the loop ran): `fn` runs once, on that loop, after `milliseconds`, or
+ * once `fd` is ready for `events` (CSP_READABLE | CSP_WRITABLE; the host never closes
+ * `fd`). Register again to wait again. Callbacks still waiting when the reply is finished
+ * never run. 0, or -1 (not on the loop's thread, a blocking handler, bad arguments). */
+static inline int csp_loop_timer(csp_pending *pending, unsigned milliseconds, csp_timer_fn fn, void *user_data) {
+    return pending->api->loop_timer(pending, milliseconds, fn, user_data);
+}
+
+static inline int csp_loop_watch_fd(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data) {
+    return pending->api->loop_watch_fd(pending, fd, events, fn, user_data);
 }
 
 #ifdef __cplusplus

@@ -13,13 +13,15 @@ namespace {
 
 /// Runs a loaded handler on a GET of its own path; returns the body.
 std::string call(const HandlerVersion& version) {
+    const std::string target = "/csp/" + version.name();
     HttpRequest request;
     request.method = "GET";
-    request.target = "/csp/" + version.name();
+    request.target = target;
     HandlerRequestView view;
-    view.bind(request, request.target, "", "127.0.0.1", 1, version.state());
+    view.bind(request, {target, "", "", "127.0.0.1", 1, version.state()}, version.abi());
     HandlerReply reply;
-    EXPECT_EQ(version.handle(view.raw(), reply.raw()), 200);
+    reply.reset(version.abi());
+    EXPECT_EQ(version.handle(view.raw(), view.raw_v1(), reply.raw()), 200);
     return std::string(reply.body());
 }
 
@@ -72,11 +74,27 @@ TEST_F(HandlerLoaderTest, RunsCleanupWhenTheLastReferenceGoes) {
     EXPECT_EQ(test::read_file(marker), "cleanup 2\n");
 }
 
-TEST_F(HandlerLoaderTest, RefusesAnotherAbiVersion) {
+TEST_F(HandlerLoaderTest, RefusesAnotherAbiMajor) {
     LoadResult r = loader.load("bad_abi", test::test_handler("bad_abi.so"));
     EXPECT_FALSE(r.version);
     EXPECT_EQ(r.error, LoadError::wrong_abi);
-    EXPECT_NE(r.reason.find("ABI version 42"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("ABI version 3.0"), std::string::npos) << r.reason;
+}
+
+TEST_F(HandlerLoaderTest, RefusesANewerMinorNamingBoth) {
+    LoadResult r = loader.load("newer_minor", test::test_handler("newer_minor.so"));
+    EXPECT_FALSE(r.version);
+    EXPECT_EQ(r.error, LoadError::wrong_abi);
+    const std::string handler = "2." + std::to_string(CSP_ABI_MINOR + 1), host = "2." + std::to_string(CSP_ABI_MINOR);
+    EXPECT_NE(r.reason.find("ABI version " + handler + ", newer than this host's " + host), std::string::npos)
+        << r.reason;
+}
+
+TEST_F(HandlerLoaderTest, LoadsAHandlerBuiltAgainstAbi1) {
+    LoadResult r = loader.load("abi1_echo", test::test_handler("abi1_echo.so"));
+    ASSERT_TRUE(r.version) << r.reason;
+    EXPECT_EQ(r.version->abi(), HandlerAbi::v1);
+    EXPECT_FALSE(r.version->blocking());
 }
 
 TEST_F(HandlerLoaderTest, RefusesALibraryWithoutTheEntryPoint) {

@@ -74,7 +74,7 @@ struct BoundView {
         request.target = "/csp/echo";
         request.headers = headers;
         request.body = "payload";
-        view.bind(request, "/csp/echo", query, "127.0.0.1", 5555, nullptr);
+        view.bind(request, {"/csp/echo", "/more", query, "127.0.0.1", 5555, nullptr});
     }
 };
 
@@ -87,6 +87,30 @@ TEST(HandlerRequestView, ExposesTheRequest) {
     EXPECT_EQ(csp::view(r->body), "payload");
     EXPECT_EQ(csp::view(r->client_addr), "127.0.0.1");
     EXPECT_EQ(r->client_port, 5555);
+    EXPECT_EQ(csp::view(r->path_info), "/more");
+    EXPECT_EQ(r->size, sizeof(csp_request));
+    EXPECT_EQ(r->api->size, sizeof(csp_host_api));
+}
+
+TEST(HandlerRequestView, FillsAbi1sLayoutForAnAbi1Handler) {
+    std::vector<HttpHeader> headers{{"X-Test", "one"}};
+    HttpRequest request;
+    request.method = "GET";
+    request.headers = headers;
+    HandlerRequestView view;
+    view.bind(request, {"/csp/old", "", "q=v", "::1", 7, nullptr}, HandlerAbi::v1);
+    const abi1::request* r = view.raw_v1();
+    EXPECT_EQ(csp::view(r->method), "GET");
+    EXPECT_EQ(csp::view(r->path), "/csp/old");
+    EXPECT_EQ(csp::view(r->client_addr), "::1");
+    EXPECT_EQ(r->client_port, 7);
+    EXPECT_EQ(csp::view(r->api->request_query_arg(r, "q", 1)), "v");
+    EXPECT_EQ(csp::view(r->api->request_header(r, "x-test", 6)), "one");
+}
+
+TEST(HandlerReply, DeferringOutsideAHostThatOffersItGivesNull) {
+    HandlerReply reply;
+    EXPECT_EQ(csp_reply_defer(reply.raw()), nullptr);
 }
 
 TEST(HandlerRequestView, LooksUpHeadersCaseInsensitively) {

@@ -45,12 +45,14 @@ protected:
     std::string body_of(const std::string& name) {
         const HandlerVersion* v = table.find(name);
         if (!v) return "";
+        const std::string path = "/csp/" + name;
         HttpRequest request;
         request.method = "GET";
         HandlerRequestView view;
-        view.bind(request, "/csp/" + name, "", "127.0.0.1", 1, v->state());
+        view.bind(request, {path, "", "", "127.0.0.1", 1, v->state()}, v->abi());
         HandlerReply reply;
-        v->handle(view.raw(), reply.raw());
+        reply.reset(v->abi());
+        v->handle(view.raw(), view.raw_v1(), reply.raw());
         return std::string(reply.body());
     }
 

@@ -72,7 +72,7 @@ TEST_F(RouterTest, RunsAHandlerWithTheRequestView) {
     EXPECT_EQ(a.status, 200);
     EXPECT_NE(a.head.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos);
     EXPECT_NE(a.head.find("X-Echo: yes\r\n"), std::string::npos);
-    EXPECT_EQ(a.body, "method=POST\npath=/csp/echo\nquery=name=Eva%20M&z=1\nname=Eva M\nx-test=present\n"
+    EXPECT_EQ(a.body, "method=POST\npath=/csp/echo\npath-info=\nquery=name=Eva%20M&z=1\nname=Eva M\nx-test=present\n"
                       "client=10.1.2.3\nversion=1.1\nbody-size=8\nbody=the body");
 }
 
@@ -80,8 +80,23 @@ TEST_F(RouterTest, DecodesThePathBeforeRouting) { EXPECT_EQ(ask("GET", "/csp/%65
 
 TEST_F(RouterTest, AnswersNotFoundForUnknownOrInvalidHandlers) {
     for (const char* target :
-         {"/csp/nope", "/csp/", "/csp/echo/extra", "/csp/../csp/echo", "/csp/ech%2Fo", "/csp/echo.so", "/csp/e%20cho"})
+         {"/csp/nope", "/csp/", "/csp//echo", "/csp/../csp/echo", "/csp/echo.so", "/csp/e%20cho"})
         EXPECT_EQ(ask("GET", target).status, 404) << target;
+}
+
+TEST_F(RouterTest, AHandlerOwnsEverythingBelowItsName) {
+    struct Case {
+        const char* target;
+        const char* path_info;
+    };
+    for (const Case& c : {Case{"/csp/echo", "path-info=\n"}, Case{"/csp/echo/", "path-info=/\n"},
+                          Case{"/csp/echo/users/42", "path-info=/users/42\n"},
+                          Case{"/csp/echo/a%20b?name=x", "path-info=/a b\n"}}) {
+        const Answer a = ask("GET", c.target);
+        EXPECT_EQ(a.status, 200) << c.target;
+        EXPECT_NE(a.body.find(c.path_info), std::string::npos) << c.target << ": " << a.body;
+    }
+    EXPECT_EQ(ask("GET", "/csp/ech%2Fo").status, 404);
 }
 
 TEST_F(RouterTest, TurnsAThrowIntoAnInternalError) {

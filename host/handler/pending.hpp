@@ -1,0 +1,47 @@
+// The host's side of a csp_pending: a reply that a handler finishes later, from any
+// thread, after csp_reply_defer. The handler layer knows only this interface; the serving
+// layer implements it (the connection that waits, the loop that runs timers and fd watches).
+#pragma once
+
+#include <csp/csp.h>
+
+namespace cspd {
+
+class PendingReply {
+public:
+    PendingReply() noexcept;
+    PendingReply(const PendingReply&) = delete;
+    PendingReply& operator=(const PendingReply&) = delete;
+
+    /// The handle handed to the handler.
+    csp_pending* handle() noexcept { return &handle_; }
+    static PendingReply& of(csp_pending* handle) noexcept { return *static_cast<PendingReply*>(handle->host); }
+
+    /// The reply to fill before finish(). Any thread, one at a time.
+    virtual csp_reply* reply() noexcept = 0;
+    /// Sends the reply (any thread, once); 0, or -1 if its client will not see it.
+    virtual int finish(int status) noexcept = 0;
+    /// `fn` runs on the loop, at most once, when the reply will not reach its client.
+    virtual int on_abort(csp_abort_fn fn, void* user_data) noexcept = 0;
+    /// One-shot timer and fd watch on the loop that owns the reply; -1 off that loop's thread.
+    virtual int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept = 0;
+    virtual int watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept = 0;
+
+protected:
+    ~PendingReply() = default;
+
+private:
+    csp_pending handle_;
+};
+
+/// Where a handler's csp_reply_defer goes: set on the reply, for one call, by whoever runs it.
+class DeferHook {
+public:
+    /// The handler asks to finish its reply later; null if that cannot be (answer now).
+    virtual PendingReply* defer() noexcept = 0;
+
+protected:
+    ~DeferHook() = default;
+};
+
+} // namespace cspd

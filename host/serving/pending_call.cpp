@@ -1,0 +1,172 @@
+#include "serving/pending_call.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace cspd {
+namespace asio = boost::asio;
+
+/// One one-shot fd watch: a duplicate of the handler's descriptor (epoll may then watch the
+/// same file twice, and the handler's own descriptor is never closed by us).
+struct PendingCall::Watch {
+    explicit Watch(asio::io_context& io) : descriptor(io) {}
+    ~Watch() {
+        boost::system::error_code ignored;
+        descriptor.close(ignored);
+    }
+    asio::posix::stream_descriptor descriptor;  // owns the duplicate
+    int fd = -1;                               // the handler's
+    bool fired = false;
+};
+
+PendingCall::PendingCall(asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
+                         ResponseFrame frame, bool blocking, OnFinished on_finished)
+    : io_(io), inbox_(std::move(inbox)), call_(std::move(call)), frame_(frame), blocking_(blocking),
+      on_finished_(std::move(on_finished)) {}
+
+PendingCall::~PendingCall() = default;
+
+csp_reply* PendingCall::reply() noexcept { return call_->reply.raw(); }
+
+int PendingCall::finish(int status) noexcept {
+    if (blocking_) return -1;  // a blocking call's answer is what it returns
+    {
+        std::lock_guard callbacks(callback_mutex_);  // waits for a callback running on the loop
+        if (finish_called_.exchange(true)) {
+            spdlog::error("handler {}: csp_pending_finish called twice for one reply; the second is ignored",
+                          call_->version->describe());
+            return -1;
+        }
+    }
+    const bool seen = !dropped_.load();
+    // The handler's reference moves onto the loop with the finish; if the loop is gone (the
+    // server is stopping) it is kept: nothing may unload code that may still be running.
+    if (!inbox_->post([this, status] {
+            std::shared_ptr<PendingCall> keep = std::move(self_);
+            finished(status);
+        }))
+        return -1;
+    return seen ? 0 : -1;
+}
+
+void PendingCall::blocking_call_returned(std::optional<int> returned) {
+    finish_called_ = true;
+    inbox_->post([self = shared_from_this(), returned] { self->finished(returned); });
+}
+
+void PendingCall::finished(std::optional<int> returned) {
+    if (done_) return;
+    done_ = true;
+    cancel_callbacks();
+    if (!dropped_) on_finished_(*this, returned);
+    on_finished_ = nullptr;  // it may hold the connection
+}
+
+void PendingCall::drop(int reason) {
+    if (done_ || dropped_.exchange(true)) return;
+    notify_abort(reason);
+}
+
+void PendingCall::warn_draining() {
+    if (!done_ && !dropped_) notify_abort(CSP_ABORT_DRAINING);
+}
+
+void PendingCall::notify_abort(int reason) {
+    csp_abort_fn fn;
+    void* user_data;
+    {
+        std::lock_guard lock(abort_mutex_);
+        if (abort_reason_ != 0) return;  // the first reason is the one told
+        abort_reason_ = reason;
+        if (!abort_fn_) return;          // told when the callback is set
+        abort_told_ = true;
+        fn = abort_fn_;
+        user_data = abort_user_data_;
+    }
+    std::lock_guard callbacks(callback_mutex_);
+    if (!finish_called_) fn(handle(), reason, user_data);
+}
+
+int PendingCall::on_abort(csp_abort_fn fn, void* user_data) noexcept {
+    if (!fn) return -1;
+    int late_reason = 0;
+    {
+        std::lock_guard lock(abort_mutex_);
+        if (abort_fn_) return -1;  // once
+        abort_fn_ = fn;
+        abort_user_data_ = user_data;
+        if (abort_reason_ != 0 && !abort_told_) {
+            abort_told_ = true;
+            late_reason = abort_reason_;
+        }
+    }
+    // Set after the abort had happened: tell it on the loop, as promised.
+    if (late_reason)
+        inbox_->post([self = shared_from_this(), fn, user_data, late_reason] {
+            std::lock_guard callbacks(self->callback_mutex_);
+            if (!self->done_ && !self->finish_called_) fn(self->handle(), late_reason, user_data);
+        });
+    return 0;
+}
+
+int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept {
+    if (blocking_ || done_ || !inbox_->on_loop_thread()) return -1;
+    try {
+        auto& timer = timers_.emplace_back(io_);
+        auto where = std::prev(timers_.end());
+        timer.expires_after(std::chrono::milliseconds(milliseconds));
+        timer.async_wait([self = shared_from_this(), where, fn, user_data](boost::system::error_code ec) {
+            if (ec || self->done_) return;
+            self->timers_.erase(where);
+            std::lock_guard callbacks(self->callback_mutex_);
+            if (!self->finish_called_) fn(self->handle(), user_data);
+        });
+    } catch (const std::exception& e) {
+        spdlog::error("handler {}: csp_loop_timer: {}", call_->version->describe(), e.what());
+        return -1;
+    }
+    return 0;
+}
+
+int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
+    if (blocking_ || done_ || !inbox_->on_loop_thread()) return -1;
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return -1;
+    try {
+        auto watch = std::make_shared<Watch>(io_);
+        watch->fd = fd;
+        watch->descriptor.assign(copy);
+        watches_.push_back(watch);
+        // Each wait holds the watch: when both are ready in one pass, the second still finds it.
+        const auto on_ready = [self = shared_from_this(), watch, fn, user_data](unsigned ready) {
+            return [self, watch, fn, user_data, ready](boost::system::error_code ec) {
+                if (ec || self->done_ || watch->fired) return;
+                watch->fired = true;
+                boost::system::error_code ignored;
+                watch->descriptor.close(ignored);  // the other wait, if any, ends as aborted
+                std::erase(self->watches_, watch);
+                std::lock_guard callbacks(self->callback_mutex_);
+                if (!self->finish_called_) fn(self->handle(), watch->fd, ready, user_data);
+            };
+        };
+        if (events & CSP_READABLE)
+            watch->descriptor.async_wait(asio::posix::descriptor_base::wait_read, on_ready(CSP_READABLE));
+        if (events & CSP_WRITABLE)
+            watch->descriptor.async_wait(asio::posix::descriptor_base::wait_write, on_ready(CSP_WRITABLE));
+    } catch (const std::exception& e) {
+        spdlog::error("handler {}: csp_loop_watch_fd: {}", call_->version->describe(), e.what());
+        return -1;
+    }
+    return 0;
+}
+
+void PendingCall::cancel_callbacks() {
+    timers_.clear();   // cancels: their handlers see operation_aborted
+    watches_.clear();
+}
+
+} // namespace cspd

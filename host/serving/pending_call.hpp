@@ -1,0 +1,94 @@
+// A handler call whose answer comes later: deferred by its handler (csp_reply_defer), or a
+// blocking handler's call running on the pool. It owns the call's view and reply (so the
+// request stays valid), pins the handler version, and runs the handler's timers and fd
+// watches on the loop of the connection that waits for it.
+//
+// Lifetime: shared_ptr. The waiting connection holds one until it is answered or goes
+// away; the handler's csp_pending holds one (self_) from the deferral until its finish has
+// been taken in on the loop; a blocking call's pool thread holds one while it runs. Loop
+// state (timers, watches, callbacks) is touched on the loop thread only; finish() may come
+// from any thread and reaches the loop through its LoopInbox.
+#pragma once
+
+#include "handler/pending.hpp"
+#include "routing/handler_call.hpp"
+#include "serving/loop_inbox.hpp"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace cspd {
+
+class PendingCall final : public PendingReply, public std::enable_shared_from_this<PendingCall> {
+public:
+    /// `on_finished` runs on the loop with the status the call was finished with (empty: it
+    /// threw), unless the call was dropped first.
+    using OnFinished = std::function<void(PendingCall&, std::optional<int> returned)>;
+
+    PendingCall(boost::asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
+                ResponseFrame frame, bool blocking, OnFinished on_finished);
+    ~PendingCall();
+
+    /// The handler holds a reference from now until its finish has been taken in.
+    void hand_to_handler() { self_ = shared_from_this(); }
+
+    CallState& call() { return *call_; }
+    /// Gives the call back (a blocking call the pool refused): this pending is then unused.
+    std::unique_ptr<CallState> release_call() { return std::move(call_); }
+    const ResponseFrame& frame() const { return frame_; }
+    bool blocking() const { return blocking_; }
+
+    /// On the loop: the client will not see the answer (`reason`: CSP_ABORT_*). Tells the handler
+    /// once; the answer, when it comes, is dropped.
+    void drop(int reason);
+    /// On the loop: the server is stopping soon. Tells the handler (once), and keeps waiting.
+    void warn_draining();
+
+    /// A blocking call returned (from its pool thread).
+    void blocking_call_returned(std::optional<int> returned);
+
+    // PendingReply: what the handler calls.
+    csp_reply* reply() noexcept override;
+    int finish(int status) noexcept override;
+    int on_abort(csp_abort_fn fn, void* user_data) noexcept override;
+    int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept override;
+    int watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept override;
+
+private:
+    struct Watch;
+    /// On the loop, once: the answer is in (or the call is dropped); callbacks stop.
+    void finished(std::optional<int> returned);
+    void notify_abort(int reason);
+    void cancel_callbacks();
+
+    boost::asio::io_context& io_;
+    std::shared_ptr<LoopInbox> inbox_;
+    std::unique_ptr<CallState> call_;
+    ResponseFrame frame_;
+    bool blocking_;
+    OnFinished on_finished_;
+    std::shared_ptr<PendingCall> self_;     // the handler's reference, until its finish is taken in
+    std::atomic<bool> finish_called_{false};
+    std::atomic<bool> dropped_{false};
+    bool done_ = false;                     // loop: finished() ran
+    // Held while a callback runs and while finish() marks the reply finished: once finish()
+    // has returned, no callback of this reply runs (a callback may itself call finish()).
+    std::recursive_mutex callback_mutex_;
+    std::mutex abort_mutex_;                // the callback may be set on a handler's thread
+    csp_abort_fn abort_fn_ = nullptr;
+    void* abort_user_data_ = nullptr;
+    int abort_reason_ = 0;                  // CSP_ABORT_*, once something happened
+    bool abort_told_ = false;
+    std::list<boost::asio::steady_timer> timers_;
+    std::list<std::shared_ptr<Watch>> watches_;
+};
+
+} // namespace cspd
