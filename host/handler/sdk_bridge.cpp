@@ -183,32 +183,30 @@ HandlerRequestView::HandlerRequestView() {
 
 namespace {
 csp_str present(std::string_view s) { return to_csp(s.data() ? s : std::string_view("", 0)); }
+
+/// The fields every ABI's request view has, under the same names.
+template <class View>
+void fill_common(View& view, const HttpRequest& request, const HandlerRequestView::Context& context) {
+    view.method = to_csp(request.method);
+    view.path = to_csp(context.decoded_path);
+    view.query = present(context.query);
+    view.body = present(request.body);
+    view.client_addr = to_csp(context.client_addr);
+    view.client_port = context.client_port;
+    view.http_major = request.http_major;
+    view.http_minor = request.http_minor;
+    view.state = context.state;
+}
 }  // namespace
 
 void HandlerRequestView::bind(const HttpRequest& request, const Context& context, HandlerAbi abi) {
     request_ = &request;
     decoded_args_.clear();
     if (abi == HandlerAbi::v1) {
-        view_v1_.method = to_csp(request.method);
-        view_v1_.path = to_csp(context.decoded_path);
-        view_v1_.query = present(context.query);
-        view_v1_.body = present(request.body);
-        view_v1_.client_addr = to_csp(context.client_addr);
-        view_v1_.client_port = context.client_port;
-        view_v1_.http_major = request.http_major;
-        view_v1_.http_minor = request.http_minor;
-        view_v1_.state = context.state;
+        fill_common(view_v1_, request, context);
         return;
     }
-    view_.method = to_csp(request.method);
-    view_.path = to_csp(context.decoded_path);
-    view_.query = present(context.query);
-    view_.body = present(request.body);
-    view_.client_addr = to_csp(context.client_addr);
-    view_.client_port = context.client_port;
-    view_.http_major = request.http_major;
-    view_.http_minor = request.http_minor;
-    view_.state = context.state;
+    fill_common(view_, request, context);
     view_.path_info = present(context.path_info);
 }
 

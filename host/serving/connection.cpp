@@ -49,7 +49,7 @@ Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, boo
 
 Connection::~Connection() {
     if (waiting_) {
-        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();
     }
     if (!socket_.is_open() && fd_ >= 0) ::close(fd_);
@@ -467,7 +467,7 @@ void Connection::close() {
     if (state_ == State::closed) return;
     state_ = State::closed;
     if (waiting_) {
-        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();
     }
     if (socket_.is_open()) {

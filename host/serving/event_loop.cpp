@@ -45,6 +45,7 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
 EventLoop::~EventLoop() {
     // From now on a handler finishing a reply from its own thread finds the loop gone.
     context_.inbox->close();
+    context_.ending = true;
     // Called after run() has returned. Connections point back at this loop, so close
     // them and let their aborted waits run (and release them) while it is still whole.
     connections_.for_each([](Connection& c) { c.close(); });

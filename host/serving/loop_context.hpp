@@ -44,6 +44,7 @@ struct LoopContext {
     /// Where a connection builds its responses while it processes one read; empty between reads.
     std::string output{};
     bool draining = false;
+    bool ending = false;  ///< the loop is being destroyed
     /// Seconds since the loop started, advanced by the once-a-second tick.
     std::uint32_t now = 0;
 };

@@ -66,9 +66,10 @@ void PendingCall::finished(std::optional<int> returned) {
     on_finished_ = nullptr;  // it may hold the connection
 }
 
-void PendingCall::drop(int reason) {
-    if (done_ || dropped_.exchange(true)) return;
-    notify_abort(reason);
+void PendingCall::drop(int reason, bool loop_ending) {
+    if (!done_ && !dropped_.exchange(true)) notify_abort(reason);
+    // Nothing may wait on an io_context that is about to be destroyed.
+    if (loop_ending) cancel_callbacks();
 }
 
 void PendingCall::warn_draining() {

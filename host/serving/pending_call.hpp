@@ -47,8 +47,9 @@ public:
     bool blocking() const { return blocking_; }
 
     /// On the loop: the client will not see the answer (`reason`: CSP_ABORT_*). Tells the handler
-    /// once; the answer, when it comes, is dropped.
-    void drop(int reason);
+    /// once; the answer, when it comes, is dropped. The handler's timers and watches go on (it may
+    /// need them to wind its I/O down), unless the loop itself is going (`loop_ending`).
+    void drop(int reason, bool loop_ending = false);
     /// On the loop: the server is stopping soon. Tells the handler (once), and keeps waiting.
     void warn_draining();
 

@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 namespace cspd::test {
 namespace {
 
 class ExamplesTest : public ::testing::Test {
 protected:
     ExamplesTest() : server({}, false) {
-        for (const char* name : {"greet", "visits", "form_echo", "session", "go", "large", "pixel"})
+        for (const char* name : {"greet", "visits", "form_echo", "session", "go", "large", "pixel", "longpoll"})
             std::filesystem::copy_file(test_handler(std::string("examples/") + name + ".so"),
                                        server.handlers() / (std::string(name) + ".so"));
         server.start();
@@ -93,6 +96,35 @@ TEST_F(ExamplesTest, PixelSendsBinaryBytes) {
     EXPECT_EQ(static_cast<unsigned char>(r->body[55]), 128);  // green
     EXPECT_EQ(static_cast<unsigned char>(r->body[56]), 255);  // red
     EXPECT_EQ(static_cast<unsigned char>(r->body[57]), 0);    // padding: NUL inside the body
+}
+
+TEST_F(ExamplesTest, LongpollWaitersGetTheNextMessageOrTimeOut) {
+    std::vector<std::unique_ptr<HttpClient>> waiters;
+    for (int i = 0; i < 5; ++i) {
+        waiters.push_back(std::make_unique<HttpClient>(server.port()));
+        waiters.back()->send("GET /csp/longpoll/wait HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
+    // Every waiter is in (five replies owed) before the message goes.
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto m = fetch(server.port(), "/metrics");
+            return m && m->body.find("\ncspd_replies_owed 5\n") != std::string::npos;
+        },
+        std::chrono::seconds(5)));
+    auto posted = send("POST /csp/longpoll/post HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello");
+    ASSERT_TRUE(posted);
+    EXPECT_EQ(posted->body, "delivered to 5\n");
+    for (auto& w : waiters) {
+        auto r = w->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, "hello");
+    }
+    HttpClient alone(server.port());
+    alone.send("GET /csp/longpoll/wait?timeout=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto r = alone.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 204);
 }
 
 }  // namespace

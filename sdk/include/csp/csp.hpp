@@ -1,11 +1,17 @@
-// Thin C++ layer over csp.h: string_view in and out, same ABI underneath.
+// Thin C++ layer over csp.h: string_view in and out, RAII for deferred replies, lambdas
+// for their callbacks; the same ABI underneath.
 #ifndef CSP_CSP_HPP
 #define CSP_CSP_HPP
 
 #include <csp/csp.h>
 
+#include <chrono>
+#include <functional>
+#include <list>
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace csp {
 
@@ -25,6 +31,8 @@ public:
     std::string_view query() const { return view(r_->query); }
     std::string_view body() const { return view(r_->body); }
     std::string_view client_addr() const { return view(r_->client_addr); }
+    /// The path after /csp/NAME: "" or starting with '/' ("/42" for /csp/users/42).
+    std::string_view path_info() const { return view(r_->path_info); }
     std::optional<std::string_view> query_arg(std::string_view name) const {
         return optional_view(r_->api->request_query_arg(r_, name.data(), name.size()));
     }
@@ -57,6 +65,104 @@ public:
 
 private:
     csp_reply* r_;
+};
+
+namespace detail {
+/// The lambdas of one deferred reply's callbacks. Each runs at most once; none runs once the
+/// reply is finished, so they are freed with the reply's csp::pending.
+struct callbacks {
+    struct node {
+        std::function<void(int, unsigned)> fn;
+        std::weak_ptr<callbacks> owner;
+        std::list<node>::iterator self;
+    };
+    std::list<node> nodes;
+
+    static void* add(const std::shared_ptr<callbacks>& all, std::function<void(int, unsigned)> fn) {
+        all->nodes.push_back({std::move(fn), all, {}});
+        all->nodes.back().self = std::prev(all->nodes.end());
+        return &all->nodes.back();
+    }
+    /// Runs a node's lambda once: it may finish the reply (and so free every node) meanwhile.
+    static void run(void* user_data, int a, unsigned b) {
+        node* n = static_cast<node*>(user_data);
+        std::shared_ptr<callbacks> keep = n->owner.lock();
+        if (!keep) return;
+        std::function<void(int, unsigned)> fn = std::move(n->fn);
+        keep->nodes.erase(n->self);
+        fn(a, b);
+    }
+};
+} // namespace detail
+
+/// A deferred reply (csp_reply_defer), owned: finish() it once, from any thread. One that is
+/// destroyed unfinished finishes with 500, so a forgotten answer never leaves a client
+/// hanging. Move-only; keep it in one place (a state of yours, or the lambda of the next step).
+class pending {
+public:
+    pending() = default;
+    /// Defers this call's reply: return CSP_DEFERRED from the handler. Empty if the host could not.
+    static pending defer(csp_reply* r) { return pending(csp_reply_defer(r)); }
+    explicit pending(csp_pending* p) : p_(p) {}
+    pending(pending&& o) noexcept : p_(std::exchange(o.p_, nullptr)), callbacks_(std::move(o.callbacks_)) {}
+    pending& operator=(pending&& o) noexcept {
+        if (this != &o) {
+            if (p_) finish(500);
+            p_ = std::exchange(o.p_, nullptr);
+            callbacks_ = std::move(o.callbacks_);
+        }
+        return *this;
+    }
+    pending(const pending&) = delete;
+    pending& operator=(const pending&) = delete;
+    ~pending() {
+        if (p_) finish(500);
+    }
+
+    explicit operator bool() const { return p_ != nullptr; }
+    csp_pending* get() const { return p_; }
+
+    /// The reply to fill before finish().
+    csp::reply reply() const { return csp::reply(csp_pending_reply(p_)); }
+    /// Sends it with `status`; true if its client will see it. The handle is empty afterwards.
+    bool finish(int status) {
+        const bool seen = csp_pending_finish(std::exchange(p_, nullptr), status) == 0;
+        callbacks_.reset();  // safe: no callback runs once finish returned
+        return seen;
+    }
+
+    /// `fn(int reason)` on the loop, at most once, when the reply will not reach its client.
+    template <class Fn>
+    bool on_abort(Fn fn) {
+        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int reason, unsigned) mutable { fn(reason); });
+        return csp_pending_on_abort(
+                   p_, [](csp_pending*, int reason, void* data) { detail::callbacks::run(data, reason, 0); }, node) == 0;
+    }
+    /// `fn()` on the loop after `delay` (from the handler's call on a loop, or a loop callback).
+    template <class Fn>
+    bool after(std::chrono::milliseconds delay, Fn fn) {
+        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int, unsigned) mutable { fn(); });
+        return csp_loop_timer(
+                   p_, static_cast<unsigned>(delay.count()),
+                   [](csp_pending*, void* data) { detail::callbacks::run(data, 0, 0); }, node) == 0;
+    }
+    /// `fn(unsigned ready)` on the loop once `fd` is ready for `events` (CSP_READABLE | CSP_WRITABLE).
+    template <class Fn>
+    bool when_ready(int fd, unsigned events, Fn fn) {
+        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int, unsigned ready) mutable { fn(ready); });
+        return csp_loop_watch_fd(
+                   p_, fd, events,
+                   [](csp_pending*, int, unsigned ready, void* data) { detail::callbacks::run(data, 0, ready); },
+                   node) == 0;
+    }
+
+private:
+    const std::shared_ptr<detail::callbacks>& all() {
+        if (!callbacks_) callbacks_ = std::make_shared<detail::callbacks>();
+        return callbacks_;
+    }
+    csp_pending* p_ = nullptr;
+    std::shared_ptr<detail::callbacks> callbacks_;
 };
 
 } // namespace csp
