@@ -496,8 +496,9 @@ def main():
     parser.add_argument("--idle-connections", type=int, default=10000)
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
-    parser.add_argument("--baseline", type=Path, default=None,
-                        help="another cspd binary (an earlier build) measured as the peer 'cspd-before'")
+    parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
+                        help="another cspd binary (an earlier build) measured as the peer 'cspd-before', with "
+                             "the hello.so and xpng.so built with it (default: the same as --handlers)")
     args = parser.parse_args()
     args.cspd, args.handlers, args.out = args.cspd.resolve(), args.handlers.resolve(), args.out.resolve()
 
@@ -513,7 +514,12 @@ def main():
     servers = [Cspd(BASE_PORT, work, args.cspd, handlers), Nginx(BASE_PORT + 1, work), H2o(BASE_PORT + 2, work),
                Lighttpd(BASE_PORT + 3, work), Php(BASE_PORT + 4, work)]
     if args.baseline:
-        servers.append(Cspd(BASE_PORT + 5, work, args.baseline.resolve(), handlers, name="cspd-before"))
+        binary, _, own_handlers = args.baseline.partition(":")
+        before = work / "handlers-before"
+        before.mkdir()
+        for name in ("hello.so", "xpng.so"):
+            shutil.copy(Path(own_handlers or args.handlers) / name, before / name)
+        servers.append(Cspd(BASE_PORT + 5, work, Path(binary).resolve(), before, name="cspd-before"))
     if args.only:
         wanted = set(args.only.split(","))
         servers = [s for s in servers if s.name in wanted or s.name == "cspd"]

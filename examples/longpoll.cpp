@@ -1,5 +1,5 @@
 // Long polling with deferred replies (SDK 2, C++ layer):
-//   GET  /csp/longpoll/wait?timeout=S   waits up to S seconds (default 30) for a message: 200 with
+//   GET  /csp/longpoll/wait?timeout=S   waits up to S seconds (default 30, at most 50) for a message: 200 with
 //                                       it, or 204 when none came
 //   POST /csp/longpoll/post             delivers its body to every waiting client
 // A waiter holds no thread: its reply is deferred, a loop timer ends the wait, and the posting
@@ -34,7 +34,7 @@ struct Board {
 unsigned seconds_in(std::optional<std::string_view> text, unsigned fallback) {
     unsigned value = fallback;
     if (text) std::from_chars(text->data(), text->data() + text->size(), value);
-    return value > 0 && value <= 300 ? value : fallback;
+    return value > 0 && value <= 50 ? value : fallback;  // under cspd's --pending-timeout (60 s)
 }
 
 int wait(const csp::request& req, csp_reply* out, Board& board) {
@@ -42,11 +42,15 @@ int wait(const csp::request& req, csp_reply* out, Board& board) {
     w->reply = csp::pending::defer(out);
     if (!w->reply) return 503;
     const auto timeout = std::chrono::seconds(seconds_in(req.query_arg("timeout"), 30));
-    w->reply.after(timeout, [&board, w] {
+    const bool timed = w->reply.after(timeout, [&board, w] {
         if (w->answered.exchange(true)) return;
         board.forget(w);
         w->reply.finish(204);
     });
+    if (!timed) {
+        w->reply.finish(503);
+        return CSP_DEFERRED;
+    }
     w->reply.on_abort([&board, w](int) {
         if (w->answered.exchange(true)) return;
         board.forget(w);

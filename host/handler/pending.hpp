@@ -26,6 +26,8 @@ public:
     /// One-shot timer and fd watch on the loop that owns the reply; -1 off that loop's thread.
     virtual int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept = 0;
     virtual int watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept = 0;
+    /// `fn` runs on the loop once the reply is done and none of its callbacks will run again.
+    virtual int on_done(csp_done_fn fn, void* user_data) noexcept = 0;
 
 protected:
     ~PendingReply() = default;

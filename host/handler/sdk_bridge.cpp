@@ -14,6 +14,7 @@ constexpr std::size_t kMaxReply = 1ull << 30;     // a handler cannot make the h
 
 csp_str to_csp(std::string_view s) { return {s.data(), s.size()}; }
 csp_str absent() { return {nullptr, 0}; }
+csp_str present(std::string_view s) { return to_csp(s.data() ? s : std::string_view("", 0)); }
 
 /// Field values may hold visible characters, spaces and tabs: never CR, LF or NUL.
 bool is_field_value(std::string_view s) {
@@ -133,6 +134,9 @@ struct HostApi {
     static int loop_timer(csp_pending* p, unsigned ms, csp_timer_fn fn, void* user_data) noexcept {
         return p && fn ? PendingReply::of(p).timer(ms, fn, user_data) : -1;
     }
+    static int pending_on_done(csp_pending* p, csp_done_fn fn, void* user_data) noexcept {
+        return p && fn ? PendingReply::of(p).on_done(fn, user_data) : -1;
+    }
     static int loop_watch_fd(csp_pending* p, int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
         if (!p || !fn || fd < 0 || (events & (CSP_READABLE | CSP_WRITABLE)) == 0) return -1;
         return PendingReply::of(p).watch_fd(fd, events, fn, user_data);
@@ -143,7 +147,8 @@ const csp_host_api& host_api() {
     static const csp_host_api api{sizeof(csp_host_api),    &HostApi::reply_reserve,  &HostApi::set_content_type,
                                   &HostApi::add_header,    &HostApi::query_arg,      &HostApi::header,
                                   &HostApi::reply_defer,   &HostApi::pending_reply,  &HostApi::pending_finish,
-                                  &HostApi::pending_on_abort, &HostApi::loop_timer,  &HostApi::loop_watch_fd};
+                                  &HostApi::pending_on_abort, &HostApi::loop_timer,  &HostApi::loop_watch_fd,
+                                  &HostApi::pending_on_done};
     return api;
 }
 
@@ -173,6 +178,49 @@ void HandlerReply::reset(HandlerAbi abi) {
     extra_headers_.clear();
 }
 
+struct HandlerRequestView::Kept {
+    std::deque<std::string> bytes;  // a deque: what was stored never moves
+    std::vector<HttpHeader> headers;
+    HttpRequest request;
+
+    std::string_view store(std::string_view s) { return s.data() ? std::string_view(bytes.emplace_back(s)) : s; }
+    csp_str store(csp_str s) {
+        if (!s.data) return s;
+        const std::string_view kept = store(std::string_view(s.data, s.size));
+        return {kept.data(), kept.size()};
+    }
+};
+
+void HandlerRequestView::keep() {
+    if (kept_) return;
+    auto kept = std::make_unique<Kept>();
+    HttpRequest& r = kept->request;
+    r = *request_;
+    r.method = kept->store(request_->method);
+    r.target = kept->store(request_->target);
+    r.body = kept->store(request_->body);
+    kept->headers.reserve(request_->headers.size());
+    for (const HttpHeader& h : request_->headers) kept->headers.push_back({kept->store(h.name), kept->store(h.value)});
+    r.headers = kept->headers;
+    const auto repoint = [&](auto& view) {
+        view.method = to_csp(r.method);
+        view.body = present(r.body);
+        view.path = kept->store(view.path);
+        view.query = kept->store(view.query);
+        view.client_addr = kept->store(view.client_addr);
+    };
+    if (abi_ == HandlerAbi::v1) {
+        repoint(view_v1_);
+    } else {
+        repoint(view_);
+        view_.path_info = kept->store(view_.path_info);
+    }
+    request_ = &kept->request;
+    kept_ = std::move(kept);
+}
+
+HandlerRequestView::~HandlerRequestView() = default;
+
 HandlerRequestView::HandlerRequestView() {
     view_.size = sizeof view_;
     view_.api = &host_api();
@@ -182,7 +230,6 @@ HandlerRequestView::HandlerRequestView() {
 }
 
 namespace {
-csp_str present(std::string_view s) { return to_csp(s.data() ? s : std::string_view("", 0)); }
 
 /// The fields every ABI's request view has, under the same names.
 template <class View>
@@ -201,6 +248,8 @@ void fill_common(View& view, const HttpRequest& request, const HandlerRequestVie
 
 void HandlerRequestView::bind(const HttpRequest& request, const Context& context, HandlerAbi abi) {
     request_ = &request;
+    abi_ = abi;
+    kept_.reset();
     decoded_args_.clear();
     if (abi == HandlerAbi::v1) {
         fill_common(view_v1_, request, context);

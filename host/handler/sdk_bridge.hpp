@@ -12,6 +12,8 @@
 #include <csp/csp.h>
 
 #include <deque>
+#include <memory>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -52,6 +54,7 @@ private:
 class HandlerRequestView {
 public:
     HandlerRequestView();
+    ~HandlerRequestView();
     HandlerRequestView(const HandlerRequestView&) = delete;
     HandlerRequestView& operator=(const HandlerRequestView&) = delete;
 
@@ -72,9 +75,16 @@ public:
     const csp_request* raw() const { return &view_; }
     const abi1::request* raw_v1() const { return &view_v1_; }
 
+    /// Copies everything the view points at into storage of its own and points the view there:
+    /// for a call whose answer comes later, which must outlive the connection's buffers.
+    void keep();
+
 private:
     friend struct HostApi;
+    struct Kept;
     const HttpRequest* request_ = nullptr;
+    std::unique_ptr<Kept> kept_;  // after keep()
+    HandlerAbi abi_ = HandlerAbi::v2;
     std::deque<std::string> decoded_args_;  // stable addresses for query_arg results
     csp_request view_{};
     abi1::request view_v1_{};

@@ -209,9 +209,11 @@ int Server::run() {
     control.stop();
     deadline_thread.join();
 
+    // The pool first: its calls post into the loops, which must still exist (they no longer run).
+    const bool pool_stopped = blocking.stop(std::chrono::seconds(1));
     registry.clear();
-    loops.clear();  // drops the last references: cleanup hooks run, libraries unload
-    if (!blocking.stop(std::chrono::seconds(1))) {
+    if (pool_stopped) loops.clear();  // drops the last references: cleanup hooks run, libraries unload
+    if (!pool_stopped) {
         // A blocking call that never returned still runs handler code: nothing may be torn down
         // under it (static destructors, the library), so the process ends here.
         spdlog::error("{} blocking handler call(s) never returned; exiting without cleanup",

@@ -34,7 +34,7 @@ bool BlockingPool::submit(std::function<void()> job) {
             --running_threads_;
             workers_.pop_back();
             spdlog::error("blocking handlers: cannot start a thread: {}", e.what());
-            if (workers_.empty()) {
+            if (workers_.empty() || queue_.size() - idle_ >= queue_limit_) {
                 if (slot_) bump(slot_->blocking_refused);
                 return false;
             }
@@ -93,6 +93,9 @@ std::size_t BlockingPool::load() const {
 bool BlockingPool::stop(Clock::duration grace) {
     std::unique_lock lock(mutex_);
     stopping_ = true;
+    std::deque<std::function<void()>> never_run;
+    never_run.swap(queue_);  // calls still waiting for a thread are not run now; destroyed unlocked
+    publish();
     wake_.notify_all();
     const bool all = gone_.wait_for(lock, grace, [this] { return running_threads_ == 0; });
     lock.unlock();

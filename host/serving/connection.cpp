@@ -7,6 +7,7 @@
 #include "serving/pending_call.hpp"
 #include "stats/shared_stats.hpp"
 
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/ioctl.h>
@@ -271,6 +272,7 @@ void Connection::resume() {
 
 PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     try {
+        call->view.keep();  // the request must outlive this connection's buffers
         auto pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, false,
             [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
@@ -287,12 +289,14 @@ PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const Response
 bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!loop_.blocking) return false;
     try {
+        call->view.keep();  // the call may run after this connection is gone
         auto pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, true,
             [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
                 if (auto self = weak.lock()) self->on_answer(p, returned);
             });
         const bool queued = loop_.blocking->submit([pending] {
+            if (pending->dropped()) return;  // its client left while it waited for a thread
             pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
         });
         if (!queued) {
@@ -307,7 +311,7 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
 }
 
 void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
-    if (waiting_.get() != &pending || state_ == State::closed) return;
+    if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     CallState& call = pending.call();
     ResponseFrame frame = pending.frame();
     if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
@@ -316,6 +320,13 @@ void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
     owe_nothing();
     if (close_after_answer_ || !frame.keep_alive) closing_ = true;
     last_request_ = loop_.now;
+    if (state_ == State::writing) {
+        // Earlier answers still wait for the socket: this one queues behind them, and the write
+        // that is waiting goes on from there (resuming once, when everything is out).
+        queued_.append(loop_.output);
+        loop_.output.clear();
+        return;
+    }
     send_output();
 }
 
@@ -364,7 +375,14 @@ void Connection::give_up_waiting(const char* why) {
 }
 
 void Connection::owe(std::shared_ptr<PendingCall> pending) {
+    if (waiting_) {  // parsing stops behind an owed answer: a second one is a bug, not a client's doing
+        spdlog::error("client {}:{}: a second answer owed while one is; dropping the first", address_, port_);
+        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        owe_nothing();
+    }
     waiting_ = std::move(pending);
+    // While an answer is owed nothing else may hold the connection (its socket may be left unread).
+    keep_alive_while_owed_ = shared_from_this();
     if (loop_.slot) bump(loop_.slot->replies_owed);
 }
 
@@ -372,6 +390,10 @@ void Connection::owe_nothing() {
     if (!waiting_) return;
     waiting_.reset();
     if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
+    // Last: this may be the connection's last reference. Moved out so that it dies after the
+    // member is cleared, on the way out of this call's caller.
+    std::shared_ptr<Connection> self = std::move(keep_alive_while_owed_);
+    if (self) boost::asio::post(loop_.io, [self] {});
 }
 
 void Connection::warn_draining() {

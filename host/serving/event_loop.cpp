@@ -43,16 +43,19 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
 }
 
 EventLoop::~EventLoop() {
-    // From now on a handler finishing a reply from its own thread finds the loop gone.
-    context_.inbox->close();
-    context_.ending = true;
     // Called after run() has returned. Connections point back at this loop, so close
     // them and let their aborted waits run (and release them) while it is still whole.
+    // Handlers told of it may finish their replies at once: those finishes still get in.
+    context_.ending = true;
     connections_.for_each([](Connection& c) { c.close(); });
     acceptor_.close();
     status_acceptor_.close();
     tick_timer_.cancel();
     drain_warning_.cancel();
+    io_.restart();
+    io_.poll();
+    // From now on a handler finishing a reply from its own thread finds the loop gone.
+    context_.inbox->close();
     io_.restart();
     io_.poll();
 }

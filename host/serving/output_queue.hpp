@@ -34,6 +34,8 @@ public:
     /// Sends `bytes` to `fd` at once if nothing waits, and queues what the socket does not take;
     /// behind what waits otherwise.
     Written send(int fd, std::string_view bytes);
+    /// Queues `bytes` behind what waits, without writing.
+    void append(std::string_view bytes);
     /// Queues `head`, then the bytes of `file`, behind what waits.
     void append_file(std::string_view head, StaticFiles::File file);
     /// Writes what it can without blocking.
@@ -48,7 +50,6 @@ private:
         std::size_t sent = 0;
         std::size_t size() const { return file.is_open() ? file.size : bytes.size(); }
     };
-    void append(std::string_view bytes);
 
     std::vector<Item> items_;
     std::size_t front_ = 0;    // first item not yet written

@@ -34,13 +34,10 @@ csp_reply* PendingCall::reply() noexcept { return call_->reply.raw(); }
 
 int PendingCall::finish(int status) noexcept {
     if (blocking_) return -1;  // a blocking call's answer is what it returns
-    {
-        std::lock_guard callbacks(callback_mutex_);  // waits for a callback running on the loop
-        if (finish_called_.exchange(true)) {
-            spdlog::error("handler {}: csp_pending_finish called twice for one reply; the second is ignored",
-                          call_->version->describe());
-            return -1;
-        }
+    if (finish_called_.exchange(true)) {
+        spdlog::error("handler {}: csp_pending_finish called twice for one reply; the second is ignored",
+                      call_->version->describe());
+        return -1;
     }
     const bool seen = !dropped_.load();
     // The handler's reference moves onto the loop with the finish; if the loop is gone (the
@@ -64,6 +61,8 @@ void PendingCall::finished(std::optional<int> returned) {
     cancel_callbacks();
     if (!dropped_) on_finished_(*this, returned);
     on_finished_ = nullptr;  // it may hold the connection
+    if (done_fn_) done_fn_(handle(), done_user_data_);
+    done_fn_ = nullptr;
 }
 
 void PendingCall::drop(int reason, bool loop_ending) {
@@ -81,14 +80,16 @@ void PendingCall::notify_abort(int reason) {
     void* user_data;
     {
         std::lock_guard lock(abort_mutex_);
-        if (abort_reason_ != 0) return;  // the first reason is the one told
-        abort_reason_ = reason;
-        if (!abort_fn_) return;          // told when the callback is set
-        abort_told_ = true;
+        bool& told = reason == CSP_ABORT_DRAINING ? drain_told_ : lost_told_;
+        if (reason != CSP_ABORT_DRAINING) {
+            if (lost_reason_ != 0) return;  // the first loss is the one told
+            lost_reason_ = reason;
+        }
+        if (told || !abort_fn_) return;  // a loss is told when the callback is set
+        told = true;
         fn = abort_fn_;
         user_data = abort_user_data_;
     }
-    std::lock_guard callbacks(callback_mutex_);
     if (!finish_called_) fn(handle(), reason, user_data);
 }
 
@@ -100,22 +101,28 @@ int PendingCall::on_abort(csp_abort_fn fn, void* user_data) noexcept {
         if (abort_fn_) return -1;  // once
         abort_fn_ = fn;
         abort_user_data_ = user_data;
-        if (abort_reason_ != 0 && !abort_told_) {
-            abort_told_ = true;
-            late_reason = abort_reason_;
+        if (lost_reason_ != 0 && !lost_told_) {
+            lost_told_ = true;
+            late_reason = lost_reason_;
         }
     }
-    // Set after the abort had happened: tell it on the loop, as promised.
+    // Set after the client had gone: tell it on the loop, as promised.
     if (late_reason)
         inbox_->post([self = shared_from_this(), fn, user_data, late_reason] {
-            std::lock_guard callbacks(self->callback_mutex_);
             if (!self->done_ && !self->finish_called_) fn(self->handle(), late_reason, user_data);
         });
     return 0;
 }
 
+int PendingCall::on_done(csp_done_fn fn, void* user_data) noexcept {
+    if (!fn || done_fn_) return -1;
+    done_fn_ = fn;  // set in the call or on the loop, before the finish is taken in
+    done_user_data_ = user_data;
+    return 0;
+}
+
 int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept {
-    if (blocking_ || done_ || !inbox_->on_loop_thread()) return -1;
+    if (blocking_ || !inbox_->on_loop_thread() || done_) return -1;
     try {
         auto& timer = timers_.emplace_back(io_);
         auto where = std::prev(timers_.end());
@@ -123,7 +130,6 @@ int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) 
         timer.async_wait([self = shared_from_this(), where, fn, user_data](boost::system::error_code ec) {
             if (ec || self->done_) return;
             self->timers_.erase(where);
-            std::lock_guard callbacks(self->callback_mutex_);
             if (!self->finish_called_) fn(self->handle(), user_data);
         });
     } catch (const std::exception& e) {
@@ -134,7 +140,7 @@ int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) 
 }
 
 int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
-    if (blocking_ || done_ || !inbox_->on_loop_thread()) return -1;
+    if (blocking_ || !inbox_->on_loop_thread() || done_) return -1;
     const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) return -1;
     try {
@@ -150,7 +156,6 @@ int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data
                 boost::system::error_code ignored;
                 watch->descriptor.close(ignored);  // the other wait, if any, ends as aborted
                 std::erase(self->watches_, watch);
-                std::lock_guard callbacks(self->callback_mutex_);
                 if (!self->finish_called_) fn(self->handle(), watch->fd, ready, user_data);
             };
         };
@@ -166,7 +171,12 @@ int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data
 }
 
 void PendingCall::cancel_callbacks() {
-    timers_.clear();   // cancels: their handlers see operation_aborted
+    timers_.clear();  // cancels: their handlers see operation_aborted
+    for (const auto& watch : watches_) {
+        watch->fired = true;
+        boost::system::error_code ignored;
+        watch->descriptor.close(ignored);  // ends its waits (as aborted) and the duplicate descriptor
+    }
     watches_.clear();
 }
 

@@ -55,6 +55,8 @@ public:
 
     /// A blocking call returned (from its pool thread).
     void blocking_call_returned(std::optional<int> returned);
+    /// The client will not see the answer (any thread).
+    bool dropped() const { return dropped_; }
 
     // PendingReply: what the handler calls.
     csp_reply* reply() noexcept override;
@@ -62,6 +64,7 @@ public:
     int on_abort(csp_abort_fn fn, void* user_data) noexcept override;
     int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept override;
     int watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept override;
+    int on_done(csp_done_fn fn, void* user_data) noexcept override;
 
 private:
     struct Watch;
@@ -80,14 +83,14 @@ private:
     std::atomic<bool> finish_called_{false};
     std::atomic<bool> dropped_{false};
     bool done_ = false;                     // loop: finished() ran
-    // Held while a callback runs and while finish() marks the reply finished: once finish()
-    // has returned, no callback of this reply runs (a callback may itself call finish()).
-    std::recursive_mutex callback_mutex_;
     std::mutex abort_mutex_;                // the callback may be set on a handler's thread
     csp_abort_fn abort_fn_ = nullptr;
     void* abort_user_data_ = nullptr;
-    int abort_reason_ = 0;                  // CSP_ABORT_*, once something happened
-    bool abort_told_ = false;
+    int lost_reason_ = 0;                   // CLIENT_GONE or TIMEOUT, once it happened
+    bool lost_told_ = false;
+    bool drain_told_ = false;
+    csp_done_fn done_fn_ = nullptr;         // loop: runs once finished() has run
+    void* done_user_data_ = nullptr;
     std::list<boost::asio::steady_timer> timers_;
     std::list<std::shared_ptr<Watch>> watches_;
 };

@@ -64,10 +64,11 @@ static void on_readable(csp_pending *p, int fd, unsigned events, void *user_data
     free(job);
 }
 
-static void on_abort(csp_pending *p, int reason, void *user_data) {
-    (void)user_data;
+/* Told of an abort. Only /never finishes here: the others are finished by what they wait for
+ * (a thread, a timer, an fd), which goes on after the client left -- one finish per reply. */
+static void on_abort(csp_pending *p, int reason, void *finish_here) {
     if (reason >= 1 && reason <= 3) atomic_fetch_add(&aborts[reason], 1);
-    if (reason != CSP_ABORT_DRAINING) finish(p, "after an abort"); /* still owed: the host drops it */
+    if (finish_here && reason != CSP_ABORT_DRAINING) finish(p, "after an abort"); /* the host drops it */
 }
 
 static void start_thread(void *(*fn)(void *), void *arg) {
@@ -92,7 +93,7 @@ static int later(const csp_request *req, csp_reply *reply) {
         csp_reply_puts(reply, "cannot defer\n");
         return 500;
     }
-    csp_pending_on_abort(p, on_abort, NULL);
+    csp_pending_on_abort(p, on_abort, is(req->path_info, "/never") ? (void *)1 : NULL);
     if (is(req->path_info, "/thread")) {
         start_thread(finish_from_thread, p);
     } else if (is(req->path_info, "/timer")) {

@@ -28,7 +28,10 @@ static int slow(const csp_request *req, csp_reply *reply) {
         usleep((useconds_t)atoi(text) * 1000u);
     }
     csp_reply_set_content_type(reply, "text/plain");
-    csp_reply_printf(reply, "slow done%.*s\n", (int)req->path_info.size, req->path_info.data);
+    csp_str tag = csp_header(req, "X-Tag");
+    csp_reply_printf(reply, "slow done%.*s", (int)req->path_info.size, req->path_info.data);
+    if (tag.data) csp_reply_printf(reply, " tag=%.*s", (int)tag.size, tag.data);
+    csp_reply_puts(reply, "\n");
     return 200;
 }
 

@@ -79,6 +79,40 @@ TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
     EXPECT_EQ(metric(server.port(), "cspd_blocking_calls_running"), 0);
 }
 
+TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
+    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "4"});
+    add_handler(server, "hello.so");
+    add_handler(server, "slow.so");
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/slow?ms=0").value_or(HttpResponse{}).status == 200; },
+                           5s));
+    TempDir gate;
+    const std::string barrier = (gate / "open").string();
+    std::vector<std::unique_ptr<HttpClient>> held;
+    for (int i = 0; i < 4; ++i) {
+        held.push_back(std::make_unique<HttpClient>(server.port(), 30s));
+        held.back()->send("GET /csp/slow/%41%42" + std::to_string(i) + "?barrier=" + barrier + "&mark=" +
+                          (gate / ("in" + std::to_string(i))).string() + " HTTP/1.1\r\nHost: h\r\nX-Tag: tag-" +
+                          std::to_string(i) + "\r\n\r\n");
+    }
+    ASSERT_TRUE(eventually(
+        [&] {
+            for (int i = 0; i < 4; ++i)
+                if (!std::filesystem::exists(gate / ("in" + std::to_string(i)))) return false;
+            return true;
+        },
+        10s));
+    // Meanwhile the loop decodes other paths and its clients come and go.
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(fetch(server.port(), "/csp/hello/%7Ex%7E").value_or(HttpResponse{}).status, 200);
+    held[3].reset();  // one client leaves while its call runs
+    std::ofstream(barrier) << "go";
+    for (int i = 0; i < 3; ++i) {
+        auto r = held[i]->read_response();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->body, "slow done/AB" + std::to_string(i) + " tag=tag-" + std::to_string(i) + "\n");
+    }
+    EXPECT_TRUE(eventually([&] { return metric(server.port(), "cspd_replies_owed") == 0; }));
+}
+
 TEST(BlockingHandlers, AFullPoolAnswers503WithRetryAfter) {
     TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "1", "--blocking-queue", "1"});
     add_handler(server, "slow.so");
@@ -168,6 +202,44 @@ TEST_F(DeferredReplies, PipelinedRequestsBehindOneAreAnsweredInOrder) {
         auto r = clients[i]->read_response();
         ASSERT_TRUE(r) << i;
         EXPECT_EQ(r->body, i % 2 ? "v1 from a thread\n" : "v1 from an fd watch\n");
+    }
+}
+
+TEST_F(DeferredReplies, AnAnswerThatComesWhileEarlierOnesWaitForTheSocketQueuesBehindThem) {
+    add_handler(server, "big.so");
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/big").value_or(HttpResponse{}).status == 200; }));
+    HttpClient client(server.port(), 10s);
+    std::string pipeline;
+    for (int i = 0; i < 8; ++i) pipeline += get_line("/csp/big");  // 8 MiB: more than the socket holds
+    pipeline += get_line("/csp/later/timer?ms=100") + get_line("/csp/hello");
+    client.send(pipeline);
+    std::this_thread::sleep_for(400ms);  // not reading: the timer fires while the output waits
+    for (int i = 0; i < 8; ++i) {
+        auto r = client.read_response();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->body.size(), 1u << 20) << i;
+    }
+    auto later = client.read_response();
+    auto hello = client.read_response();
+    ASSERT_TRUE(later && hello);
+    EXPECT_EQ(later->body, "v1 from a timer\n");
+    EXPECT_EQ(hello->body, "<h1>HELLO WORLD</h1>");
+    EXPECT_EQ(client.get("/csp/hello").value_or(HttpResponse{}).status, 200);  // the connection goes on
+}
+
+TEST_F(DeferredReplies, MuchPipelinedBehindAnOwedAnswerWaitsInTheSocketNotInMemory) {
+    HttpClient client(server.port(), 10s);
+    std::string pipeline = get_line("/csp/later/timer?ms=300");
+    int behind = 0;
+    while (pipeline.size() < 200 * 1024) pipeline += get_line("/csp/hello"), ++behind;  // past what is kept unparsed
+    client.send(pipeline);
+    auto first = client.read_response();
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->body, "v1 from a timer\n");
+    for (int i = 0; i < behind; ++i) {
+        auto r = client.read_response();
+        ASSERT_TRUE(r) << i << " of " << behind;
+        ASSERT_EQ(r->status, 200) << i;
     }
 }
 

@@ -69,6 +69,7 @@ enum { CSP_READABLE = 1, CSP_WRITABLE = 2 };
 typedef void (*csp_abort_fn)(csp_pending *pending, int reason, void *user_data);
 typedef void (*csp_timer_fn)(csp_pending *pending, void *user_data);
 typedef void (*csp_fd_fn)(csp_pending *pending, int fd, unsigned events, void *user_data);
+typedef void (*csp_done_fn)(csp_pending *pending, void *user_data);
 
 /* Services the host implements; handlers reach them through the inline
  * functions below, never directly. Grows only at the end. */
@@ -93,6 +94,7 @@ typedef struct csp_host_api {
     int (*pending_on_abort)(csp_pending *pending, csp_abort_fn fn, void *user_data);
     int (*loop_timer)(csp_pending *pending, unsigned milliseconds, csp_timer_fn fn, void *user_data);
     int (*loop_watch_fd)(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data);
+    int (*pending_on_done)(csp_pending *pending, csp_done_fn fn, void *user_data);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -247,35 +249,46 @@ static inline csp_pending *csp_reply_defer(csp_reply *reply) {
 }
 
 /* The reply to fill before csp_pending_finish, with the usual csp_reply_* calls. From any
- * thread, one thread at a time. */
+ * thread, one thread at a time. NULL for a NULL pending. */
 static inline csp_reply *csp_pending_reply(csp_pending *pending) {
-    return pending->api->pending_reply(pending);
+    return pending ? pending->api->pending_reply(pending) : NULL;
 }
 
 /* Sends the reply with `status` (200..599; anything else sends 500). From any thread,
- * exactly once; `pending` is gone after it. Also after an abort (the reply is dropped).
- * 0, or -1 if the client will not see it (it went away, or timed out). */
+ * exactly once; `pending` must not be used after it. Also after an abort (the reply is
+ * dropped). Never waits. 0, or -1 if the client will not see it (it went away, or timed out). */
 static inline int csp_pending_finish(csp_pending *pending, int status) {
-    return pending->api->pending_finish(pending, status);
+    return pending ? pending->api->pending_finish(pending, status) : -1;
 }
 
-/* `fn(pending, reason, user_data)` runs on the event loop, at most once, when the reply
- * will not reach its client (CSP_ABORT_*). The handler must still call csp_pending_finish. */
+/* `fn(pending, reason, user_data)` runs on the event loop: once with CSP_ABORT_DRAINING
+ * as a warning that the server stops soon, and once when the reply will not reach its
+ * client (CSP_ABORT_CLIENT_GONE, CSP_ABORT_TIMEOUT). Set it once. The handler must still
+ * call csp_pending_finish. */
 static inline int csp_pending_on_abort(csp_pending *pending, csp_abort_fn fn, void *user_data) {
-    return pending->api->pending_on_abort(pending, fn, user_data);
+    return pending ? pending->api->pending_on_abort(pending, fn, user_data) : -1;
+}
+
+/* `fn(pending, user_data)` runs on the event loop once the reply is done -- finished and
+ * taken in -- and no callback of it will run again: the place to free what callbacks use.
+ * `pending` is only a name there; nothing may be called on it. Set it once. */
+static inline int csp_pending_on_done(csp_pending *pending, csp_done_fn fn, void *user_data) {
+    return pending ? pending->api->pending_on_done(pending, fn, user_data) : -1;
 }
 
 /* On the event loop that owns `pending` (call these from the handler's call on a loop, or
  * from a callback the loop ran): `fn` runs once, on that loop, after `milliseconds`, or
  * once `fd` is ready for `events` (CSP_READABLE | CSP_WRITABLE; the host never closes
- * `fd`). Register again to wait again. Callbacks still waiting when the reply is finished
- * never run. 0, or -1 (not on the loop's thread, a blocking handler, bad arguments). */
+ * `fd`). Register again to wait again. A callback does not start once the loop has taken
+ * the reply's finish in (one may still run while another thread calls csp_pending_finish:
+ * free what callbacks use in csp_pending_on_done). 0, or -1 (not on the loop's thread,
+ * a blocking handler, bad arguments). */
 static inline int csp_loop_timer(csp_pending *pending, unsigned milliseconds, csp_timer_fn fn, void *user_data) {
-    return pending->api->loop_timer(pending, milliseconds, fn, user_data);
+    return pending ? pending->api->loop_timer(pending, milliseconds, fn, user_data) : -1;
 }
 
 static inline int csp_loop_watch_fd(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data) {
-    return pending->api->loop_watch_fd(pending, fd, events, fn, user_data);
+    return pending ? pending->api->loop_watch_fd(pending, fd, events, fn, user_data) : -1;
 }
 
 #ifdef __cplusplus

@@ -68,8 +68,8 @@ private:
 };
 
 namespace detail {
-/// The lambdas of one deferred reply's callbacks. Each runs at most once; none runs once the
-/// reply is finished, so they are freed with the reply's csp::pending.
+/// The lambdas of one deferred reply's callbacks, freed by the host's csp_pending_on_done
+/// (once no callback of the reply can run). Each runs at most once.
 struct callbacks {
     struct node {
         std::function<void(int, unsigned)> fn;
@@ -83,7 +83,7 @@ struct callbacks {
         all->nodes.back().self = std::prev(all->nodes.end());
         return &all->nodes.back();
     }
-    /// Runs a node's lambda once: it may finish the reply (and so free every node) meanwhile.
+    /// Runs a node's lambda once; the lambda may finish the reply meanwhile.
     static void run(void* user_data, int a, unsigned b) {
         node* n = static_cast<node*>(user_data);
         std::shared_ptr<callbacks> keep = n->owner.lock();
@@ -92,6 +92,8 @@ struct callbacks {
         keep->nodes.erase(n->self);
         fn(a, b);
     }
+    /// The host is done with the reply: what its callbacks held goes.
+    static void release(csp_pending*, void* user_data) { delete static_cast<std::shared_ptr<callbacks>*>(user_data); }
 };
 } // namespace detail
 
@@ -122,13 +124,14 @@ public:
     explicit operator bool() const { return p_ != nullptr; }
     csp_pending* get() const { return p_; }
 
-    /// The reply to fill before finish().
+    /// The reply to fill before finish(); only while the handle holds a reply.
     csp::reply reply() const { return csp::reply(csp_pending_reply(p_)); }
-    /// Sends it with `status`; true if its client will see it. The handle is empty afterwards.
+    /// Sends it with `status`; true if its client will see it. The handle is empty afterwards
+    /// (finishing an empty one does nothing and gives false).
     bool finish(int status) {
-        const bool seen = csp_pending_finish(std::exchange(p_, nullptr), status) == 0;
-        callbacks_.reset();  // safe: no callback runs once finish returned
-        return seen;
+        if (!p_) return false;
+        callbacks_.reset();  // the host's reference (released in on_done) keeps them while needed
+        return csp_pending_finish(std::exchange(p_, nullptr), status) == 0;
     }
 
     /// `fn(int reason)` on the loop, at most once, when the reply will not reach its client.
@@ -158,7 +161,12 @@ public:
 
 private:
     const std::shared_ptr<detail::callbacks>& all() {
-        if (!callbacks_) callbacks_ = std::make_shared<detail::callbacks>();
+        if (!callbacks_) {
+            callbacks_ = std::make_shared<detail::callbacks>();
+            // The host holds them until no callback can run any more.
+            auto* held = new std::shared_ptr<detail::callbacks>(callbacks_);
+            if (csp_pending_on_done(p_, &detail::callbacks::release, held) != 0) delete held;
+        }
         return callbacks_;
     }
     csp_pending* p_ = nullptr;
