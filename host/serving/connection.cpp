@@ -261,10 +261,11 @@ void Connection::resume() {
     }
     if (!pending_input_.empty()) {
         // Kept in a member while it is parsed: a request in it may wait for its answer.
-        replay_ = std::move(pending_input_);
+        if (!replay_) replay_ = std::make_unique<std::string>();
+        *replay_ = std::move(pending_input_);
         pending_input_.clear();
         state_ = State::reading;
-        process(replay_);  // may pause again, stashing what is left
+        process(*replay_);  // may pause again, stashing what is left
         return;
     }
     read();
@@ -273,11 +274,10 @@ void Connection::resume() {
 PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     try {
         call->view.keep();  // the request must outlive this connection's buffers
+        // The pending holds the connection until it is answered or dropped: an answer is owed to it.
         auto pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, false,
-            [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
-                if (auto self = weak.lock()) self->on_answer(p, returned);
-            });
+            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
         pending->hand_to_handler();
         owe(pending);
         return pending.get();
@@ -292,9 +292,7 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
         call->view.keep();  // the call may run after this connection is gone
         auto pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, true,
-            [weak = weak_from_this()](PendingCall& p, std::optional<int> returned) {
-                if (auto self = weak.lock()) self->on_answer(p, returned);
-            });
+            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
         const bool queued = loop_.blocking->submit([pending] {
             if (pending->dropped()) return;  // its client left while it waited for a thread
             pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
@@ -381,8 +379,6 @@ void Connection::owe(std::shared_ptr<PendingCall> pending) {
         owe_nothing();
     }
     waiting_ = std::move(pending);
-    // While an answer is owed nothing else may hold the connection (its socket may be left unread).
-    keep_alive_while_owed_ = shared_from_this();
     if (loop_.slot) bump(loop_.slot->replies_owed);
 }
 
@@ -390,10 +386,6 @@ void Connection::owe_nothing() {
     if (!waiting_) return;
     waiting_.reset();
     if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
-    // Last: this may be the connection's last reference. Moved out so that it dies after the
-    // member is cleared, on the way out of this call's caller.
-    std::shared_ptr<Connection> self = std::move(keep_alive_while_owed_);
-    if (self) boost::asio::post(loop_.io, [self] {});
 }
 
 void Connection::warn_draining() {

@@ -116,9 +116,8 @@ private:
     HttpParser parser_;
     char* buffer_ = nullptr;     // lent by the loop while reading
     std::string pending_input_;  // bytes read but not parsed yet (after a pause)
-    std::string replay_;         // pending_input_ being parsed: requests may point into it
+    std::unique_ptr<std::string> replay_;   // pending_input_ being parsed: requests may point into it
     std::shared_ptr<PendingCall> waiting_;  // the answer that comes later, for the last request parsed
-    std::shared_ptr<Connection> keep_alive_while_owed_;  // set with waiting_: the connection lives on
     OutputQueue queued_;         // what the socket has not taken yet (usually nothing)
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written

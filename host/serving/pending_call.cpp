@@ -1,5 +1,6 @@
 #include "serving/pending_call.hpp"
 
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -67,6 +68,10 @@ void PendingCall::finished(std::optional<int> returned) {
 
 void PendingCall::drop(int reason, bool loop_ending) {
     if (!done_ && !dropped_.exchange(true)) notify_abort(reason);
+    // Nobody waits for the answer any more: let go of the waiter, later (it may be the one
+    // calling, and this its last reference).
+    if (on_finished_) asio::post(io_, [release = std::move(on_finished_)] {});
+    on_finished_ = nullptr;
     // Nothing may wait on an io_context that is about to be destroyed.
     if (loop_ending) cancel_callbacks();
 }

@@ -30,7 +30,8 @@ namespace cspd {
 class PendingCall final : public PendingReply, public std::enable_shared_from_this<PendingCall> {
 public:
     /// `on_finished` runs on the loop with the status the call was finished with (empty: it
-    /// threw), unless the call was dropped first.
+    /// threw), unless the call was dropped first. It may hold the waiter: it is let go when the
+    /// call is finished or dropped.
     using OnFinished = std::function<void(PendingCall&, std::optional<int> returned)>;
 
     PendingCall(boost::asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
