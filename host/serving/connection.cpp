@@ -2,12 +2,9 @@
 
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
-#include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/pending_call.hpp"
-#include "stats/shared_stats.hpp"
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/ioctl.h>
@@ -33,9 +30,6 @@ constexpr std::uint32_t kWriteTimeoutS = 30;
 // After an error response, unread input is drained this long before closing, so the
 // kernel does not answer it with a reset that could destroy the response in flight.
 constexpr std::uint32_t kLingerS = 2;
-// While an answer is owed, what the client pipelines behind it is kept unparsed up to this;
-// past it the socket is left unread (TCP holds the client back) until the answer is sent.
-constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
@@ -271,126 +265,6 @@ void Connection::resume() {
     read();
 }
 
-PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    try {
-        call->view.keep();  // the request must outlive this connection's buffers
-        // The pending holds the connection until it is answered or dropped: an answer is owed to it.
-        auto pending = std::make_shared<PendingCall>(
-            loop_.io, loop_.inbox, std::move(call), frame, false,
-            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
-        pending->hand_to_handler();
-        owe(pending);
-        return pending.get();
-    } catch (const std::bad_alloc&) {
-        return nullptr;  // `call` is left with the handler's call, which then answers at once
-    }
-}
-
-bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    if (!loop_.blocking) return false;
-    try {
-        call->view.keep();  // the call may run after this connection is gone
-        auto pending = std::make_shared<PendingCall>(
-            loop_.io, loop_.inbox, std::move(call), frame, true,
-            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
-        const bool queued = loop_.blocking->submit([pending] {
-            if (pending->dropped()) return;  // its client left while it waited for a thread
-            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
-        });
-        if (!queued) {
-            call = pending->release_call();
-            return false;
-        }
-        owe(std::move(pending));
-        return true;
-    } catch (const std::bad_alloc&) {
-        return false;
-    }
-}
-
-void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
-    if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
-    CallState& call = pending.call();
-    ResponseFrame frame = pending.frame();
-    if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
-    const HttpStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
-    loop_.router.count_response(status);
-    owe_nothing();
-    if (close_after_answer_ || !frame.keep_alive) closing_ = true;
-    last_request_ = loop_.now;
-    if (state_ == State::writing) {
-        // Earlier answers still wait for the socket: this one queues behind them, and the write
-        // that is waiting goes on from there (resuming once, when everything is out).
-        queued_.append(loop_.output);
-        loop_.output.clear();
-        return;
-    }
-    send_output();
-}
-
-void Connection::wait_for_answer() {
-    if (state_ == State::waiting || !ensure_registered()) return;
-    state_ = State::waiting;
-    if (pending_input_.size() >= kMaxInputWhileWaiting) return;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) self->on_readable_while_waiting();
-    });
-}
-
-void Connection::on_readable_while_waiting() {
-    if (state_ != State::waiting) return;  // answered meanwhile: the reading goes on elsewhere
-    char chunk[4096];
-    for (;;) {
-        const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - pending_input_.size());
-        if (room == 0) return;  // full: leave the rest in the socket until the answer is out
-        const ssize_t n = ::recv(fd_, chunk, room, MSG_DONTWAIT);
-        if (n > 0) {
-            pending_input_.append(chunk, static_cast<std::size_t>(n));
-            last_read_ = loop_.now;
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        close();  // EOF or reset: the client is gone, and the answer with it
-        return;
-    }
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) self->on_readable_while_waiting();
-    });
-}
-
-void Connection::give_up_waiting(const char* why) {
-    const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
-    spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
-                 port_);
-    waiting_->drop(CSP_ABORT_TIMEOUT);
-    const ResponseFrame frame = waiting_->frame();
-    owe_nothing();
-    append_error(loop_.output, HttpStatus::gateway_timeout, loop_.date.now(), false, frame.http10, frame.head_only);
-    loop_.router.count_response(HttpStatus::gateway_timeout);
-    closing_ = true;  // what was pipelined behind it is not answered
-    send_output();
-}
-
-void Connection::owe(std::shared_ptr<PendingCall> pending) {
-    if (waiting_) {  // parsing stops behind an owed answer: a second one is a bug, not a client's doing
-        spdlog::error("client {}:{}: a second answer owed while one is; dropping the first", address_, port_);
-        waiting_->drop(CSP_ABORT_CLIENT_GONE);
-        owe_nothing();
-    }
-    waiting_ = std::move(pending);
-    if (loop_.slot) bump(loop_.slot->replies_owed);
-}
-
-void Connection::owe_nothing() {
-    if (!waiting_) return;
-    waiting_.reset();
-    if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
-}
-
-void Connection::warn_draining() {
-    if (waiting_) waiting_->warn_draining();
-}
 
 void Connection::linger() {
     release_buffer();

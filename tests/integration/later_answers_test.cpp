@@ -30,6 +30,13 @@ std::string get_line(const std::string& target) {
     return "GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
 }
 
+/// True once blocking calls 0..n-1 have each left their mark ("inN") in `gate`.
+bool all_began(const TempDir& gate, int n) {
+    for (int i = 0; i < n; ++i)
+        if (!std::filesystem::exists(gate / ("in" + std::to_string(i)))) return false;
+    return true;
+}
+
 /// A number from /metrics, or -1.
 double metric(unsigned short port, const std::string& name) {
     auto r = fetch(port, "/metrics");
@@ -54,14 +61,7 @@ TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
         held.back()->send(get_line("/csp/slow/" + std::to_string(i) + "?barrier=" + barrier +
                                    "&mark=" + (gate / ("in" + std::to_string(i))).string()));
     }
-    ASSERT_TRUE(eventually(
-        [&] {
-            for (int i = 0; i < 8; ++i)
-                if (!std::filesystem::exists(gate / ("in" + std::to_string(i)))) return false;
-            return true;
-        },
-        10s))
-        << "not every blocking call began";
+    ASSERT_TRUE(eventually([&] { return all_began(gate, 8); }, 10s)) << "not every blocking call began";
     EXPECT_EQ(metric(server.port(), "cspd_blocking_calls_running"), 8);
     // All eight threads are held inside the handler, and the loop answers on.
     for (int i = 0; i < 50; ++i) {
@@ -94,13 +94,7 @@ TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
                           (gate / ("in" + std::to_string(i))).string() + " HTTP/1.1\r\nHost: h\r\nX-Tag: tag-" +
                           std::to_string(i) + "\r\n\r\n");
     }
-    ASSERT_TRUE(eventually(
-        [&] {
-            for (int i = 0; i < 4; ++i)
-                if (!std::filesystem::exists(gate / ("in" + std::to_string(i)))) return false;
-            return true;
-        },
-        10s));
+    ASSERT_TRUE(eventually([&] { return all_began(gate, 4); }, 10s)) << "not every blocking call began";
     // Meanwhile the loop decodes other paths and its clients come and go.
     for (int i = 0; i < 20; ++i) EXPECT_EQ(fetch(server.port(), "/csp/hello/%7Ex%7E").value_or(HttpResponse{}).status, 200);
     held[3].reset();  // one client leaves while its call runs
