@@ -8,8 +8,8 @@
 //
 // Answers that come later (a deferred reply, a blocking handler's call): the connection
 // waits for them in request order. Parsing stops after such a request; what follows it is
-// kept unparsed, the request's bytes stay where they are, and the socket is only watched
-// for the client going away.
+// kept unparsed, the request itself was copied for the call, and the socket is only watched
+// for the client going away (connection_later.cpp).
 //
 // Lifetime: shared_ptr. Every pending async operation holds `self`; the object
 // dies when none does. The loop's ConnectionList only points at it.

@@ -27,25 +27,28 @@ constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
 PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+    std::shared_ptr<PendingCall> pending;
     try {
         call->view.keep();  // the request must outlive this connection's buffers
         // The pending holds the connection until it is answered or dropped: an answer is owed to it.
-        auto pending = std::make_shared<PendingCall>(
+        pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, false,
             [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
         pending->hand_to_handler();
         owe(pending);
         return pending.get();
     } catch (const std::bad_alloc&) {
-        return nullptr;  // `call` is left with the handler's call, which then answers at once
+        if (!call && pending) call = pending->release_call();  // the handler's call answers at once
+        return nullptr;
     }
 }
 
 bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!loop_.blocking) return false;
+    std::shared_ptr<PendingCall> pending;
     try {
         call->view.keep();  // the call may run after this connection is gone
-        auto pending = std::make_shared<PendingCall>(
+        pending = std::make_shared<PendingCall>(
             loop_.io, loop_.inbox, std::move(call), frame, true,
             [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
         const bool queued = loop_.blocking->submit([pending] {
@@ -59,6 +62,7 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
         owe(std::move(pending));
         return true;
     } catch (const std::bad_alloc&) {
+        if (!call && pending) call = pending->release_call();
         return false;
     }
 }
@@ -71,7 +75,11 @@ void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
     const HttpStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
     loop_.router.count_response(status);
     owe_nothing();
-    if (close_after_answer_ || !frame.keep_alive) closing_ = true;
+    if (close_after_answer_ || !frame.keep_alive) {
+        closing_ = true;
+        // Bytes the client sent behind it would be answered with a reset: drain them first.
+        if (!pending_input_.empty()) linger_on_close_ = true;
+    }
     last_request_ = loop_.now;
     if (state_ == State::writing) {
         // Earlier answers still wait for the socket: this one queues behind them, and the write
@@ -86,6 +94,9 @@ void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
 void Connection::wait_for_answer() {
     if (state_ == State::waiting || !ensure_registered()) return;
     state_ = State::waiting;
+    // The request was copied when its answer was deferred: an idle wait holds no read buffer.
+    release_buffer();
+    parser_.release_memory();
     if (pending_input_.size() >= kMaxInputWhileWaiting) return;
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->on_readable_while_waiting();

@@ -94,7 +94,9 @@ void EventLoop::begin_drain(std::chrono::seconds deadline) {
         // Handlers still owing answers hear of it a second before the deadline (halfway, if shorter).
         drain_warning_.expires_after(deadline > 2s ? deadline - 1s : std::chrono::milliseconds(deadline) / 2);
         drain_warning_.async_wait([this](boost::system::error_code ec) {
-            if (!ec) connections_.for_each([](Connection& c) { c.warn_draining(); });
+            if (ec) return;
+            spdlog::info("loop {}: drain deadline near; telling handlers that still owe answers", index_);
+            connections_.for_each([](Connection& c) { c.warn_draining(); });
         });
         // Connections already queued on the socket reached a server that was open: take them
         // (they are answered with Connection: close) before closing it, which would reset them.

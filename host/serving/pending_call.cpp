@@ -67,7 +67,7 @@ void PendingCall::finished(std::optional<int> returned) {
 }
 
 void PendingCall::drop(int reason, bool loop_ending) {
-    if (!done_ && !dropped_.exchange(true)) notify_abort(reason);
+    if (!done_ && !dropped_.exchange(true)) notify_abort(reason, true);
     // Nobody waits for the answer any more: let go of the waiter, later (it may be the one
     // calling, and this its last reference).
     if (on_finished_) asio::post(io_, [release = std::move(on_finished_)] {});
@@ -77,16 +77,16 @@ void PendingCall::drop(int reason, bool loop_ending) {
 }
 
 void PendingCall::warn_draining() {
-    if (!done_ && !dropped_) notify_abort(CSP_ABORT_DRAINING);
+    if (!done_ && !dropped_) notify_abort(CSP_ABORT_DRAINING, false);
 }
 
-void PendingCall::notify_abort(int reason) {
+void PendingCall::notify_abort(int reason, bool loss) {
     csp_abort_fn fn;
     void* user_data;
     {
         std::lock_guard lock(abort_mutex_);
-        bool& told = reason == CSP_ABORT_DRAINING ? drain_told_ : lost_told_;
-        if (reason != CSP_ABORT_DRAINING) {
+        bool& told = loss ? lost_told_ : drain_told_;
+        if (loss) {
             if (lost_reason_ != 0) return;  // the first loss is the one told
             lost_reason_ = reason;
         }

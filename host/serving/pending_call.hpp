@@ -71,7 +71,7 @@ private:
     struct Watch;
     /// On the loop, once: the answer is in (or the call is dropped); callbacks stop.
     void finished(std::optional<int> returned);
-    void notify_abort(int reason);
+    void notify_abort(int reason, bool loss);  // loss: the reply will not reach its client
     void cancel_callbacks();
 
     boost::asio::io_context& io_;

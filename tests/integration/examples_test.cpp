@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <memory>
 #include <vector>
 
@@ -125,6 +126,26 @@ TEST_F(ExamplesTest, LongpollWaitersGetTheNextMessageOrTimeOut) {
     auto r = alone.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 204);
+}
+
+TEST(Examples, LongpollHearsADrainWarningThenItsClientLeaving) {
+    // The abort callback is told twice: the drain's warning, then the loss (csp.hpp keeps the lambda).
+    TestServer server({"--drain-timeout", "3"}, false);
+    std::filesystem::copy_file(test_handler("examples/longpoll.so"), server.handlers() / "longpoll.so");
+    server.start();
+    auto waiter = std::make_unique<HttpClient>(server.port());
+    waiter->send("GET /csp/longpoll/wait?timeout=50 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto m = fetch(server.port(), "/metrics");
+            return m && m->body.find("\ncspd_replies_owed 1\n") != std::string::npos;
+        },
+        std::chrono::seconds(5)));
+    ::kill(server.pid(), SIGTERM);
+    ASSERT_TRUE(server.wait_for_log("drain deadline near"));
+    waiter.reset();  // the client leaves after the warning
+    EXPECT_EQ(server.stop(), 0);
+    EXPECT_EQ(server.log().find("ERROR: AddressSanitizer"), std::string::npos) << server.log();
 }
 
 }  // namespace

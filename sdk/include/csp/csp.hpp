@@ -83,6 +83,12 @@ struct callbacks {
         all->nodes.back().self = std::prev(all->nodes.end());
         return &all->nodes.back();
     }
+    /// Runs a node's lambda where it is, leaving it for a later call (the abort callback may be
+    /// told twice: a drain's warning, then the loss).
+    static void run_again(void* user_data, int a, unsigned b) {
+        node* n = static_cast<node*>(user_data);
+        if (std::shared_ptr<callbacks> keep = n->owner.lock()) n->fn(a, b);
+    }
     /// Runs a node's lambda once; the lambda may finish the reply meanwhile.
     static void run(void* user_data, int a, unsigned b) {
         node* n = static_cast<node*>(user_data);
@@ -106,12 +112,15 @@ public:
     /// Defers this call's reply: return CSP_DEFERRED from the handler. Empty if the host could not.
     static pending defer(csp_reply* r) { return pending(csp_reply_defer(r)); }
     explicit pending(csp_pending* p) : p_(p) {}
-    pending(pending&& o) noexcept : p_(std::exchange(o.p_, nullptr)), callbacks_(std::move(o.callbacks_)) {}
+    pending(pending&& o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), callbacks_(std::move(o.callbacks_)),
+          host_holds_callbacks_(o.host_holds_callbacks_) {}
     pending& operator=(pending&& o) noexcept {
         if (this != &o) {
             if (p_) finish(500);
             p_ = std::exchange(o.p_, nullptr);
             callbacks_ = std::move(o.callbacks_);
+            host_holds_callbacks_ = o.host_holds_callbacks_;
         }
         return *this;
     }
@@ -130,16 +139,18 @@ public:
     /// (finishing an empty one does nothing and gives false).
     bool finish(int status) {
         if (!p_) return false;
-        callbacks_.reset();  // the host's reference (released in on_done) keeps them while needed
+        if (host_holds_callbacks_) callbacks_.reset();  // the host's reference (freed in on_done) keeps them
         return csp_pending_finish(std::exchange(p_, nullptr), status) == 0;
     }
 
-    /// `fn(int reason)` on the loop, at most once, when the reply will not reach its client.
+    /// `fn(int reason)` on the loop: CSP_ABORT_DRAINING as a warning, then once more when the
+    /// reply will not reach its client (see csp_pending_on_abort).
     template <class Fn>
     bool on_abort(Fn fn) {
         void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int reason, unsigned) mutable { fn(reason); });
         return csp_pending_on_abort(
-                   p_, [](csp_pending*, int reason, void* data) { detail::callbacks::run(data, reason, 0); }, node) == 0;
+                   p_, [](csp_pending*, int reason, void* data) { detail::callbacks::run_again(data, reason, 0); },
+                   node) == 0;
     }
     /// `fn()` on the loop after `delay` (from the handler's call on a loop, or a loop callback).
     template <class Fn>
@@ -165,12 +176,14 @@ private:
             callbacks_ = std::make_shared<detail::callbacks>();
             // The host holds them until no callback can run any more.
             auto* held = new std::shared_ptr<detail::callbacks>(callbacks_);
-            if (csp_pending_on_done(p_, &detail::callbacks::release, held) != 0) delete held;
+            host_holds_callbacks_ = csp_pending_on_done(p_, &detail::callbacks::release, held) == 0;
+            if (!host_holds_callbacks_) delete held;  // then this handle keeps them until it goes
         }
         return callbacks_;
     }
     csp_pending* p_ = nullptr;
     std::shared_ptr<detail::callbacks> callbacks_;
+    bool host_holds_callbacks_ = false;
 };
 
 } // namespace csp
