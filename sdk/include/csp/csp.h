@@ -263,8 +263,8 @@ static inline int csp_pending_finish(csp_pending *pending, int status) {
 
 /* `fn(pending, reason, user_data)` runs on the event loop: once with CSP_ABORT_DRAINING
  * as a warning that the server stops soon, and once when the reply will not reach its
- * client (CSP_ABORT_CLIENT_GONE, CSP_ABORT_TIMEOUT). Set it once. The handler must still
- * call csp_pending_finish. */
+ * client (CSP_ABORT_CLIENT_GONE, CSP_ABORT_TIMEOUT, or CSP_ABORT_DRAINING when the server
+ * stopped first). Set it once. The handler must still call csp_pending_finish. */
 static inline int csp_pending_on_abort(csp_pending *pending, csp_abort_fn fn, void *user_data) {
     return pending ? pending->api->pending_on_abort(pending, fn, user_data) : -1;
 }
