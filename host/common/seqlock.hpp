@@ -25,7 +25,7 @@ class Seqlock {
 
 public:
     static constexpr int kSpins = 1000;                          ///< before yielding to the writer
-    static constexpr std::int64_t kDeadWriterNs = 50'000'000;  ///< one write in progress this long: its writer died
+    static constexpr std::int64_t kDeadWriterNs = 1'000'000'000;  ///< one write in progress this long: its writer died
 
     /// Runs `change(T&)` on the value as one update, seen whole or not at all by readers.
     template <class Change>

@@ -3,12 +3,14 @@
 #include "common/ascii.hpp"
 #include "http/uri.hpp"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
 namespace cspd {
 namespace {
 
+constexpr std::size_t kFirstCapacity = 4096;       // the first growth: most replies fit
 constexpr std::size_t kKeepCapacity = 64 * 1024;  // larger buffers are freed after the request
 constexpr std::size_t kMaxReply = 1ull << 30;     // a handler cannot make the host allocate more
 
@@ -41,7 +43,7 @@ struct HostApi {
         HandlerReply& self = reply(r);
         if (capacity > kMaxReply) return -1;
         try {
-            std::size_t grown = std::max(capacity, self.buffer_.size() * 2);
+            std::size_t grown = std::max({capacity, self.buffer_.size() * 2, kFirstCapacity});
             self.buffer_.resize(grown);
         } catch (const std::bad_alloc&) {
             return -1;
@@ -169,8 +171,9 @@ void HandlerReply::reset(HandlerAbi abi) {
     // ABI 1's csp_reply had the same layout; only the table its api points at differs.
     reply_.api = abi == HandlerAbi::v1 ? reinterpret_cast<const csp_host_api*>(&host_api_v1()) : &host_api();
     defer_hook_ = nullptr;
+    // No buffer until the first append: a deferred reply that waits holds none. A loop's reply
+    // keeps what it grew to (up to kKeepCapacity), so the request path allocates only once.
     if (buffer_.size() > kKeepCapacity) std::string().swap(buffer_);
-    if (buffer_.empty()) buffer_.resize(4096);
     reply_.data = buffer_.data();
     reply_.capacity = buffer_.size();
     reply_.size = 0;

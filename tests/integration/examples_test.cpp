@@ -130,7 +130,7 @@ TEST_F(ExamplesTest, LongpollWaitersGetTheNextMessageOrTimeOut) {
 
 TEST(Examples, LongpollHearsADrainWarningThenItsClientLeaving) {
     // The abort callback is told twice: the drain's warning, then the loss (csp.hpp keeps the lambda).
-    TestServer server({"--drain-timeout", "3"}, false);
+    TestServer server({"--drain-timeout", "6"}, false);  // warned at 5 s: time to leave before the end
     std::filesystem::copy_file(test_handler("examples/longpoll.so"), server.handlers() / "longpoll.so");
     server.start();
     auto waiter = std::make_unique<HttpClient>(server.port());
@@ -142,7 +142,7 @@ TEST(Examples, LongpollHearsADrainWarningThenItsClientLeaving) {
         },
         std::chrono::seconds(5)));
     ::kill(server.pid(), SIGTERM);
-    ASSERT_TRUE(server.wait_for_log("drain deadline near"));
+    ASSERT_TRUE(server.wait_for_log("drain deadline near", std::chrono::seconds(10)));
     waiter.reset();  // the client leaves after the warning
     EXPECT_EQ(server.stop(), 0);
     EXPECT_EQ(server.log().find("ERROR: AddressSanitizer"), std::string::npos) << server.log();
