@@ -11,13 +11,13 @@ run is bounded by wrk's duration.
 import argparse
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, build_handler, wait_for_port
+
 PORT = 18890
 
 
@@ -42,20 +42,12 @@ def main():
     handlers = work / "handlers"
     handlers.mkdir()
     shutil.copy(args.handlers / "hello.so", handlers / "hello.so")
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", str(ROOT / "sdk/include"),
-                    str(ROOT / "tests/handlers/slow.c"), "-o", str(handlers / "slow.so")], check=True)
+    build_handler(ROOT / "tests/handlers/slow.c", handlers / "slow.so")
     server = subprocess.Popen(["taskset", "-c", "0", str(args.cspd.resolve()), "--port", str(PORT), "--bind",
                                "127.0.0.1", "--workers", "1", "--handlers", str(handlers), "--www", str(ROOT / "www"),
                                "--log-level", "warn", "--blocking-threads", str(args.blocking_threads)])
     try:
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", PORT), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        time.sleep(0.5)
+        wait_for_port(PORT)
         wrk("/csp/hello", 8, 1)  # warm-up
         alone_rps, alone_p99 = wrk("/csp/hello", 8, args.seconds)
         held = subprocess.Popen(["taskset", "-c", "1", "wrk", "-t", "1", "-c", "64", "-d", f"{args.seconds + 2}s",

@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, build_handler, wait_for_port
+
 PORT = 18891
 
 
@@ -61,21 +62,13 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="cspd-pending-"))
     handlers = work / "handlers"
     handlers.mkdir()
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", str(ROOT / "sdk/include"),
-                    str(ROOT / "tests/handlers/later.c"), "-o", str(handlers / "later.so"), "-lpthread"], check=True)
+    build_handler(ROOT / "tests/handlers/later.c", handlers / "later.so")
     server = subprocess.Popen([str(args.cspd.resolve()), "--port", str(PORT), "--bind", "127.0.0.1", "--workers", "1",
                                "--handlers", str(handlers), "--www", str(ROOT / "www"), "--log-level", "warn",
                                "--max-connections", str(args.connections + 100), "--keepalive-timeout", "300",
                                "--pending-timeout", str(args.hold_ms // 1000 + 30)])
     try:
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", PORT), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        time.sleep(0.5)
+        wait_for_port(PORT)
         base = rss_kib(server.pid)
         # The same number of connections, idle (each answered once, then parked), as the reference.
         idle = open_all(args.connections)

@@ -30,6 +30,13 @@ std::string get_line(const std::string& target) {
     return "GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
 }
 
+/// Installs the blocking test handler and waits until it answers.
+bool add_slow(TestServer& server) {
+    add_handler(server, "slow.so");
+    return eventually([&] { return fetch(server.port(), "/csp/slow?ms=0").value_or(HttpResponse{}).status == 200; },
+                      std::chrono::seconds(5));
+}
+
 /// True once blocking calls 0..n-1 have each left their mark ("inN") in `gate`.
 bool all_began(const TempDir& gate, int n) {
     for (int i = 0; i < n; ++i)
@@ -50,9 +57,7 @@ TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
     // One event loop: a blocking call run on it would stop every other request.
     TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "8"});
     add_handler(server, "hello.so");
-    add_handler(server, "slow.so");
-    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/slow?ms=0").value_or(HttpResponse{}).status == 200; },
-                           5s));
+    ASSERT_TRUE(add_slow(server));
     TempDir gate;
     const std::string barrier = (gate / "open").string();
     std::vector<std::unique_ptr<HttpClient>> held;
@@ -82,9 +87,7 @@ TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
 TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
     TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "4"});
     add_handler(server, "hello.so");
-    add_handler(server, "slow.so");
-    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/slow?ms=0").value_or(HttpResponse{}).status == 200; },
-                           5s));
+    ASSERT_TRUE(add_slow(server));
     TempDir gate;
     const std::string barrier = (gate / "open").string();
     std::vector<std::unique_ptr<HttpClient>> held;
@@ -109,9 +112,7 @@ TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
 
 TEST(BlockingHandlers, AFullPoolAnswers503WithRetryAfter) {
     TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "1", "--blocking-queue", "1"});
-    add_handler(server, "slow.so");
-    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/slow?ms=0").value_or(HttpResponse{}).status == 200; },
-                           5s));
+    ASSERT_TRUE(add_slow(server));
     TempDir gate;
     const std::string barrier = (gate / "open").string();
     HttpClient running(server.port(), 30s), queued(server.port(), 30s);
