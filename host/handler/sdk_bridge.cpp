@@ -143,6 +143,34 @@ struct HostApi {
         if (!p || !fn || fd < 0 || (events & (CSP_READABLE | CSP_WRITABLE)) == 0) return -1;
         return PendingReply::of(p).watch_fd(fd, events, fn, user_data);
     }
+
+    static csp_stream* reply_stream(csp_reply* r, int status) noexcept {
+        // A body must be allowed: 1xx, 204 and 304 have none.
+        if (!r || status < 200 || status > 599 || status == 204 || status == 304) return nullptr;
+        HandlerReply& self = reply(r);
+        PendingReply* pending = self.pending_;  // a deferred reply (or a blocking call) streams later
+        if (!pending) {
+            DeferHook* hook = std::exchange(self.defer_hook_, nullptr);
+            pending = hook ? hook->defer() : nullptr;
+        }
+        return pending ? pending->start_stream(status) : nullptr;
+    }
+    static int stream_write(csp_stream* s, const void* bytes, size_t size) noexcept {
+        if (!s || (!bytes && size)) return -1;
+        return PendingReply::of(s).stream_write({static_cast<const char*>(bytes), size});
+    }
+    static int stream_event(csp_stream* s, const char* event, size_t event_size, const char* data,
+                            size_t data_size) noexcept {
+        if (!s || (!event && event_size) || (!data && data_size)) return -1;
+        const std::string_view name(event ? event : "", event_size);
+        if (name.find_first_of("\r\n") != std::string_view::npos) return -1;
+        return PendingReply::of(s).stream_event(name, {data ? data : "", data_size});
+    }
+    static int stream_end(csp_stream* s) noexcept { return s ? PendingReply::of(s).finish(200) : -1; }
+    static int stream_on_writable(csp_stream* s, csp_writable_fn fn, void* user_data) noexcept {
+        return s && fn ? PendingReply::of(s).on_writable(fn, user_data) : -1;
+    }
+    static csp_pending* stream_pending(csp_stream* s) noexcept { return s ? PendingReply::of(s).handle() : nullptr; }
 };
 
 const csp_host_api& host_api() {
@@ -150,7 +178,10 @@ const csp_host_api& host_api() {
                                   &HostApi::add_header,    &HostApi::query_arg,      &HostApi::header,
                                   &HostApi::reply_defer,   &HostApi::pending_reply,  &HostApi::pending_finish,
                                   &HostApi::pending_on_abort, &HostApi::loop_timer,  &HostApi::loop_watch_fd,
-                                  &HostApi::pending_on_done};
+                                  &HostApi::pending_on_done,
+                                  // 2.1
+                                  &HostApi::reply_stream, &HostApi::stream_write, &HostApi::stream_event,
+                                  &HostApi::stream_end, &HostApi::stream_on_writable, &HostApi::stream_pending};
     return api;
 }
 
@@ -160,7 +191,7 @@ const abi1::host_api& host_api_v1() {
     return api;
 }
 
-PendingReply::PendingReply() noexcept : handle_{&host_api(), this} {}
+PendingReply::PendingReply() noexcept : handle_{&host_api(), this}, stream_handle_{&host_api(), this} {}
 
 HandlerReply::HandlerReply() {
     reply_.host = this;
@@ -171,6 +202,7 @@ void HandlerReply::reset(HandlerAbi abi) {
     // ABI 1's csp_reply had the same layout; only the table its api points at differs.
     reply_.api = abi == HandlerAbi::v1 ? reinterpret_cast<const csp_host_api*>(&host_api_v1()) : &host_api();
     defer_hook_ = nullptr;
+    pending_ = nullptr;
     // No buffer until the first append: a deferred reply that waits holds none. A loop's reply
     // keeps what it grew to (up to kKeepCapacity), so the request path allocates only once.
     if (buffer_.size() > kKeepCapacity) std::string().swap(buffer_);

@@ -30,6 +30,8 @@ public:
     void reset(HandlerAbi abi = HandlerAbi::v2);
     /// Where this call's csp_reply_defer goes (null: it returns NULL). Cleared by reset().
     void set_defer_hook(DeferHook* hook) { defer_hook_ = hook; }
+    /// The deferred reply this reply now belongs to: csp_reply_stream turns it into a stream.
+    void set_pending(PendingReply* pending) { pending_ = pending; }
 
     csp_reply* raw() { return &reply_; }
     std::string_view body() const { return {reply_.data, reply_.size}; }
@@ -48,6 +50,7 @@ private:
     std::string content_type_;
     std::string extra_headers_;
     DeferHook* defer_hook_ = nullptr;
+    PendingReply* pending_ = nullptr;
     csp_reply reply_{};
 };
 

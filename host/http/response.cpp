@@ -35,6 +35,24 @@ void append_head(std::string& out, const ResponseHead& head, std::size_t content
     out.append("\r\n");
 }
 
+void append_stream_head(std::string& out, const ResponseHead& head) {
+    out.append("HTTP/1.1 ");
+    append_number(out, code(head.status));
+    out.push_back(' ');
+    out.append(reason_phrase(head.status));
+    out.append("\r\nServer: cspd\r\nDate: ");
+    out.append(head.date);
+    out.append("\r\nContent-Type: ");
+    out.append(head.content_type);
+    if (head.http10)
+        out.append("\r\nConnection: close");
+    else
+        out.append(head.keep_alive ? "\r\nTransfer-Encoding: chunked" : "\r\nTransfer-Encoding: chunked\r\nConnection: close");
+    out.append("\r\n");
+    out.append(head.extra_headers);
+    out.append("\r\n");
+}
+
 void append_response(std::string& out, const ResponseHead& head, std::string_view body) {
     append_head(out, head, body.size());
     if (!head.head_only && !forbids_body(head.status)) out.append(body);

@@ -22,6 +22,10 @@ struct ResponseHead {
 /// exactly `content_length` body bytes unless the request was HEAD.
 void append_head(std::string& out, const ResponseHead& head, std::size_t content_length);
 
+/// Appends the head of a streamed response: chunked on HTTP/1.1, delimited by the close on
+/// HTTP/1.0 (which then says Connection: close whatever `keep_alive` says).
+void append_stream_head(std::string& out, const ResponseHead& head);
+
 /// Appends a complete response (status line, headers, body) to `out`.
 void append_response(std::string& out, const ResponseHead& head, std::string_view body);
 

@@ -246,7 +246,9 @@ void Connection::wait_writable() {
 
 void Connection::resume() {
     if (waiting_) {
-        wait_for_answer();
+        // A stream's writer may be waiting for the room this write made.
+        if (waiting_->streaming()) waiting_->stream_room(queued_.size());
+        if (waiting_ && state_ != State::closed) wait_for_answer();
         return;
     }
     if (closing_ || (loop_.draining && !parser_.mid_request() && pending_input_.empty())) {
@@ -333,7 +335,11 @@ void Connection::on_tick(std::uint32_t now) {
         if (now - last_write_ >= kLingerS) close();
         break;
     case State::waiting:
-        if (waiting_->blocking()) {
+        if (waiting_->streaming()) {
+            // The head is out: no 504 any more. A stream that says nothing for so long is cut.
+            if (config.pending_timeout_s > 0 && now - std::max(last_write_, waiting_since_) >= config.pending_timeout_s)
+                cut_stream("stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
+        } else if (waiting_->blocking()) {
             if (config.handler_timeout_s > 0 && now - waiting_since_ >= config.handler_timeout_s)
                 give_up_waiting("blocking call ran longer than --handler-timeout");
         } else if (config.pending_timeout_s > 0 && now - waiting_since_ >= config.pending_timeout_s) {

@@ -9,7 +9,8 @@
 // Answers that come later (a deferred reply, a blocking handler's call): the connection
 // waits for them in request order. Parsing stops after such a request; what follows it is
 // kept unparsed, the request itself was copied for the call, and the socket is only watched
-// for the client going away (connection_later.cpp).
+// for the client going away (connection_later.cpp). A streamed reply is such an answer
+// whose bytes are sent as they come, until it ends (connection_stream.cpp).
 //
 // Lifetime: shared_ptr. Every pending async operation holds `self`; the object
 // dies when none does. The loop's ConnectionList only points at it.
@@ -20,6 +21,7 @@
 #include "routing/handler_call.hpp"
 #include "serving/connection_list.hpp"
 #include "serving/output_queue.hpp"
+#include "serving/pending_call.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,9 +34,10 @@
 namespace cspd {
 
 struct LoopContext;
-class PendingCall;
-
-class Connection final : public std::enable_shared_from_this<Connection>, private RequestSink, private LaterAnswers {
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         private RequestSink,
+                         private LaterAnswers,
+                         private PendingWaiter {
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
     /// when it first has to wait: a request that is already there is answered without that.
@@ -72,7 +75,17 @@ private:
     PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     /// The answer came (on the loop): send it and go on with what was read behind it.
-    void on_answer(PendingCall& pending, std::optional<int> returned);
+    void answered(PendingCall& pending, std::optional<int> returned) override;
+    /// A stream's bytes wait: send them (or queue them behind a write that waits).
+    void stream_output(PendingCall& pending) override;
+    std::shared_ptr<PendingWaiter> as_waiter();
+    /// The stream ended: its last bytes go, then what was read behind it.
+    void stream_ended(PendingCall& pending, std::optional<int> returned);
+    /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
+    /// (CSP_ABORT_*), and the connection closes.
+    void cut_stream(const char* why, int reason);
+    /// Sends `bytes` now, or queues them behind a write that waits for the socket.
+    void send_or_queue(std::string&& bytes);
     /// Waits for the answer, watching the socket for the client leaving.
     void wait_for_answer();
     void on_readable_while_waiting();
@@ -124,6 +137,7 @@ private:
     bool park_requested_ = false;   // the pending read was cancelled to park
     bool linger_on_close_ = false;  // unread input may follow: drain before closing
     bool close_after_answer_ = false;  // the request waited for asked to close
+    bool read_watch_armed_ = false;    // an async_wait for readability serves wait_for_answer
     // Loop-tick timestamps (seconds) for the timeouts in on_tick.
     std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
     std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)

@@ -26,14 +26,19 @@ namespace {
 constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
+std::shared_ptr<PendingWaiter> Connection::as_waiter() {
+    // The base is private: only this class may hand itself out as a waiter (aliasing: same owner).
+    std::shared_ptr<Connection> self = shared_from_this();
+    return std::shared_ptr<PendingWaiter>(self, static_cast<PendingWaiter*>(this));
+}
+
 PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     std::shared_ptr<PendingCall> pending;
     try {
         call->view.keep();  // the request must outlive this connection's buffers
         // The pending holds the connection until it is answered or dropped: an answer is owed to it.
-        pending = std::make_shared<PendingCall>(
-            loop_.io, loop_.inbox, std::move(call), frame, false,
-            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
+        pending = std::make_shared<PendingCall>(loop_.io, loop_.inbox, std::move(call), frame, false,
+                                                as_waiter());
         pending->hand_to_handler();
         owe(pending);
         return pending.get();
@@ -48,9 +53,8 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
     std::shared_ptr<PendingCall> pending;
     try {
         call->view.keep();  // the call may run after this connection is gone
-        pending = std::make_shared<PendingCall>(
-            loop_.io, loop_.inbox, std::move(call), frame, true,
-            [self = shared_from_this()](PendingCall& p, std::optional<int> returned) { self->on_answer(p, returned); });
+        pending = std::make_shared<PendingCall>(loop_.io, loop_.inbox, std::move(call), frame, true,
+                                                as_waiter());
         const bool queued = loop_.blocking->submit([pending] {
             if (pending->dropped()) return;  // its client left while it waited for a thread
             pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
@@ -67,8 +71,12 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
     }
 }
 
-void Connection::on_answer(PendingCall& pending, std::optional<int> returned) {
+void Connection::answered(PendingCall& pending, std::optional<int> returned) {
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
+    if (pending.streaming()) {
+        stream_ended(pending, returned);
+        return;
+    }
     CallState& call = pending.call();
     ResponseFrame frame = pending.frame();
     if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
@@ -97,14 +105,18 @@ void Connection::wait_for_answer() {
     // The request was copied when its answer was deferred: an idle wait holds no read buffer.
     release_buffer();
     parser_.release_memory();
-    if (pending_input_.size() >= kMaxInputWhileWaiting) return;
+    if (pending_input_.size() >= kMaxInputWhileWaiting || read_watch_armed_) return;
+    read_watch_armed_ = true;
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        self->read_watch_armed_ = false;
         if (!ec) self->on_readable_while_waiting();
     });
 }
 
 void Connection::on_readable_while_waiting() {
-    if (state_ != State::waiting) return;  // answered meanwhile: the reading goes on elsewhere
+    // Answered meanwhile, the reading goes on elsewhere. A stream's writes that wait for the
+    // socket (State::writing) still want to hear of the client leaving.
+    if (!waiting_ || state_ == State::closed || state_ == State::lingering) return;
     char chunk[4096];
     for (;;) {
         const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - pending_input_.size());
@@ -120,7 +132,9 @@ void Connection::on_readable_while_waiting() {
         close();  // EOF or reset: the client is gone, and the answer with it
         return;
     }
+    read_watch_armed_ = true;
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        self->read_watch_armed_ = false;
         if (!ec) self->on_readable_while_waiting();
     });
 }

@@ -27,8 +27,13 @@ public:
     }
 
     /// The loop runs on the calling thread from now on.
-    void bind_to_this_thread() { loop_thread_.store(std::this_thread::get_id()); }
+    void bind_to_this_thread() {
+        loop_thread_.store(std::this_thread::get_id());
+        an_event_loop() = true;
+    }
     bool on_loop_thread() const { return loop_thread_.load() == std::this_thread::get_id(); }
+    /// The calling thread runs an event loop (any loop): it must never wait.
+    static bool on_an_event_loop() { return an_event_loop(); }
 
     /// The loop is going away: later posts are refused.
     void close() {
@@ -37,6 +42,10 @@ public:
     }
 
 private:
+    static bool& an_event_loop() {
+        thread_local bool is = false;
+        return is;
+    }
     std::mutex mutex_;
     boost::asio::io_context* io_;
     std::atomic<std::thread::id> loop_thread_{};

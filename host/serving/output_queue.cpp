@@ -25,6 +25,22 @@ OutputQueue::Written OutputQueue::send(int fd, std::string_view bytes) {
     return rest;
 }
 
+OutputQueue::Written OutputQueue::send_owned(int fd, std::string&& bytes) {
+    if (!empty()) {
+        append_owned(std::move(bytes));
+        return write_to(fd);
+    }
+    items_.push_back({std::move(bytes), {}, 0});
+    waiting_ += items_.back().bytes.size();
+    return write_to(fd);
+}
+
+void OutputQueue::append_owned(std::string&& bytes) {
+    if (bytes.empty()) return;
+    waiting_ += bytes.size();
+    items_.push_back({std::move(bytes), {}, 0});
+}
+
 void OutputQueue::append(std::string_view bytes) {
     if (bytes.empty()) return;
     if (front_ < items_.size() && !items_.back().file.is_open())

@@ -34,8 +34,11 @@ public:
     /// Sends `bytes` to `fd` at once if nothing waits, and queues what the socket does not take;
     /// behind what waits otherwise.
     Written send(int fd, std::string_view bytes);
+    /// The same for bytes it may keep: what the socket does not take is moved in, not copied.
+    Written send_owned(int fd, std::string&& bytes);
     /// Queues `bytes` behind what waits, without writing.
     void append(std::string_view bytes);
+    void append_owned(std::string&& bytes);
     /// Queues `head`, then the bytes of `file`, behind what waits.
     void append_file(std::string_view head, StaticFiles::File file);
     /// Writes what it can without blocking.

@@ -25,22 +25,33 @@ struct PendingCall::Watch {
 };
 
 PendingCall::PendingCall(asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
-                         ResponseFrame frame, bool blocking, OnFinished on_finished)
+                         ResponseFrame frame, bool blocking, std::shared_ptr<PendingWaiter> waiter)
     : io_(io), inbox_(std::move(inbox)), call_(std::move(call)), frame_(frame), blocking_(blocking),
-      on_finished_(std::move(on_finished)) {}
+      waiter_(std::move(waiter)) {
+    call_->reply.set_pending(this);  // csp_reply_stream on it streams this reply
+}
 
 PendingCall::~PendingCall() = default;
 
 csp_reply* PendingCall::reply() noexcept { return call_->reply.raw(); }
 
 int PendingCall::finish(int status) noexcept {
-    if (blocking_) return -1;  // a blocking call's answer is what it returns
+    if (blocking_ && !streaming()) return -1;  // a blocking call's answer is what it returns
     if (finish_called_.exchange(true)) {
-        spdlog::error("handler {}: csp_pending_finish called twice for one reply; the second is ignored",
+        spdlog::error("handler {}: a reply was finished (or its stream ended) twice; the second is ignored",
                       call_->version->describe());
         return -1;
     }
-    const bool seen = !dropped_.load();
+    // A stream ends cleanly below 400 (its last chunk goes out first), and is cut short from 400 on.
+    bool seen = !dropped_.load();
+    if (streaming()) {
+        if (status < 400) {
+            const StreamOutbox::Result ended = stream_->end();  // fails once the stream is closed (dropped, cut)
+            if (ended.poke) poke_loop();
+            seen = seen && ended.code == 0;
+        }
+        seen = seen && !cut_;
+    }
     // The handler's reference moves onto the loop with the finish; if the loop is gone (the
     // server is stopping) it is kept: nothing may unload code that may still be running.
     if (!inbox_->post([this, status] {
@@ -52,6 +63,12 @@ int PendingCall::finish(int status) noexcept {
 }
 
 void PendingCall::blocking_call_returned(std::optional<int> returned) {
+    if (streaming()) {
+        // Its stream ends with the call, if it has not ended before: cut short if the call failed.
+        const bool clean = returned && (*returned == CSP_DEFERRED || *returned < 400);
+        if (!finish_called_) finish(clean ? 200 : 500);
+        return;
+    }
     finish_called_ = true;
     inbox_->post([self = shared_from_this(), returned] { self->finished(returned); });
 }
@@ -60,18 +77,20 @@ void PendingCall::finished(std::optional<int> returned) {
     if (done_) return;
     done_ = true;
     cancel_callbacks();
-    if (!dropped_) on_finished_(*this, returned);
-    on_finished_ = nullptr;  // it may hold the connection
+    if (streaming()) stream_->close();
+    if (!dropped_ && waiter_) waiter_->answered(*this, returned);
+    waiter_.reset();  // the connection
     if (done_fn_) done_fn_(handle(), done_user_data_);
     done_fn_ = nullptr;
 }
 
 void PendingCall::drop(int reason, bool loop_ending) {
     if (!done_ && !dropped_.exchange(true)) notify_abort(reason, true);
+    if (streaming()) stream_->close();  // writers get -1; one waiting for room wakes
     // Nobody waits for the answer any more: let go of the waiter, later (it may be the one
     // calling, and this its last reference).
-    if (on_finished_) asio::post(io_, [release = std::move(on_finished_)] {});
-    on_finished_ = nullptr;
+    if (waiter_) asio::post(io_, [release = std::move(waiter_)] {});
+    waiter_.reset();
     // Nothing may wait on an io_context that is about to be destroyed.
     if (loop_ending) cancel_callbacks();
 }

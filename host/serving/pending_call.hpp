@@ -1,11 +1,13 @@
 // A handler call whose answer comes later: deferred by its handler (csp_reply_defer), or a
 // blocking handler's call running on the pool. It owns the call's view and reply (so the
 // request stays valid), pins the handler version, and runs the handler's timers and fd
-// watches on the loop of the connection that waits for it.
+// watches on the loop of the connection that waits for it. A streamed reply
+// (csp_reply_stream) is one too: its body goes through a StreamOutbox until it ends.
 //
 // Lifetime: shared_ptr. The waiting connection holds one until it is answered or goes
-// away; the handler's csp_pending holds one (self_) from the deferral until its finish has
-// been taken in on the loop; a blocking call's pool thread holds one while it runs. Loop
+// away; the handler's csp_pending holds one (self_) from the deferral (or a blocking call's
+// stream) until its finish has been taken in on the loop; a blocking call's pool thread
+// holds one while it runs. Loop
 // state (timers, watches, callbacks) is touched on the loop thread only; finish() may come
 // from any thread and reaches the loop through its LoopInbox.
 #pragma once
@@ -13,6 +15,7 @@
 #include "handler/pending.hpp"
 #include "routing/handler_call.hpp"
 #include "serving/loop_inbox.hpp"
+#include "serving/stream_outbox.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,15 +30,25 @@
 
 namespace cspd {
 
+class PendingCall;
+
+/// Who waits for a PendingCall's answer (the connection); called on the loop.
+class PendingWaiter {
+public:
+    /// The call was finished with `returned` (empty: it threw), unless it was dropped first.
+    virtual void answered(PendingCall& pending, std::optional<int> returned) = 0;
+    /// A stream has bytes waiting in its outbox.
+    virtual void stream_output(PendingCall& pending) = 0;
+
+protected:
+    ~PendingWaiter() = default;
+};
+
 class PendingCall final : public PendingReply, public std::enable_shared_from_this<PendingCall> {
 public:
-    /// `on_finished` runs on the loop with the status the call was finished with (empty: it
-    /// threw), unless the call was dropped first. It may hold the waiter: it is let go when the
-    /// call is finished or dropped.
-    using OnFinished = std::function<void(PendingCall&, std::optional<int> returned)>;
-
+    /// `waiter` is held until the call is finished or dropped.
     PendingCall(boost::asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
-                ResponseFrame frame, bool blocking, OnFinished on_finished);
+                ResponseFrame frame, bool blocking, std::shared_ptr<PendingWaiter> waiter);
     ~PendingCall();
 
     /// The handler holds a reference from now until its finish has been taken in.
@@ -59,6 +72,16 @@ public:
     /// The client will not see the answer (any thread).
     bool dropped() const { return dropped_; }
 
+    /// The reply is a stream (its head and body go through stream()).
+    bool streaming() const { return streaming_.load(std::memory_order_acquire); }
+    StreamOutbox& stream() { return *stream_; }
+    /// The stream ignored back-pressure and was cut: the connection closes.
+    bool cut() const { return cut_; }
+    int stream_status() const { return stream_status_; }
+    /// On the loop: the socket still holds `backlog` bytes of the stream; a writer that was told
+    /// CSP_AGAIN hears of room through its on-writable callback.
+    void stream_room(std::size_t backlog);
+
     // PendingReply: what the handler calls.
     csp_reply* reply() noexcept override;
     int finish(int status) noexcept override;
@@ -66,6 +89,10 @@ public:
     int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept override;
     int watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept override;
     int on_done(csp_done_fn fn, void* user_data) noexcept override;
+    csp_stream* start_stream(int status) noexcept override;
+    int stream_write(std::string_view bytes) noexcept override;
+    int stream_event(std::string_view event, std::string_view data) noexcept override;
+    int on_writable(csp_writable_fn fn, void* user_data) noexcept override;
 
 private:
     struct Watch;
@@ -73,13 +100,16 @@ private:
     void finished(std::optional<int> returned);
     void notify_abort(int reason, bool loss);  // loss: the reply will not reach its client
     void cancel_callbacks();
+    /// After a stream write: tells the loop, or cuts a stream that ignored back-pressure.
+    int after_stream_write(StreamOutbox::Result result);
+    void poke_loop();
 
     boost::asio::io_context& io_;
     std::shared_ptr<LoopInbox> inbox_;
     std::unique_ptr<CallState> call_;
     ResponseFrame frame_;
     bool blocking_;
-    OnFinished on_finished_;
+    std::shared_ptr<PendingWaiter> waiter_;
     std::shared_ptr<PendingCall> self_;     // the handler's reference, until its finish is taken in
     std::atomic<bool> finish_called_{false};
     std::atomic<bool> dropped_{false};
@@ -94,6 +124,12 @@ private:
     void* done_user_data_ = nullptr;
     std::list<boost::asio::steady_timer> timers_;
     std::list<std::shared_ptr<Watch>> watches_;
+    std::unique_ptr<StreamOutbox> stream_;  // set once, before streaming_
+    std::atomic<bool> streaming_{false};
+    std::atomic<bool> cut_{false};
+    int stream_status_ = 0;
+    csp_writable_fn writable_fn_ = nullptr;  // under abort_mutex_
+    void* writable_user_data_ = nullptr;
 };
 
 } // namespace cspd

@@ -1,5 +1,6 @@
 // The ABI promise on the real binary: a handler built against ABI 1's header answers as it
-// always did; one built for a newer 2.x minor than the host is refused, naming both.
+// always did; so does one built against ABI 2.0's (deferred replies, timers, fd watches) on
+// this 2.1 host; one built for a newer 2.x minor than the host is refused, naming both.
 #include "http_client.hpp"
 #include "temp_dir.hpp"
 #include "test_server.hpp"
@@ -24,6 +25,15 @@ TEST(Abi, AHandlerBuiltAgainstAbi1KeepsWorking) {
     EXPECT_EQ(r->header("x-abi"), "1");
     EXPECT_EQ(r->header("content-type"), "text/plain");
     EXPECT_EQ(r->body, "abi1 POST /csp/abi1_echo/sub name=Eva M agent=old body=body\n");
+}
+
+TEST(Abi, AHandlerBuiltAgainstAbi20KeepsWorking) {
+    TestServer server({"--workers", "1"});
+    install_by_rename(test_handler("abi2_0/later.so"), server.handlers() / "later.so");
+    ASSERT_TRUE(server.wait_for_log("handler later: loaded"));
+    EXPECT_EQ(fetch(server.port(), "/csp/later/timer")->body, "v20 from a timer\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/later/fd")->body, "v20 from an fd watch\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/later/thread")->body, "v20 from a thread\n");
 }
 
 TEST(Abi, AHandlerForANewerMinorIsRefusedNamingBothVersions) {

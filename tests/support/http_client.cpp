@@ -95,6 +95,19 @@ std::optional<HttpResponse> HttpClient::read_response(bool head_request) {
         }
         at = end + 2;
     }
+    if (!head_request && response.header("transfer-encoding") == "chunked") {
+        if (!read_chunked_body(head_end + 4, response)) return std::nullopt;
+        return response;
+    }
+    if (!head_request && !response.has_header("content-length") && response.header("connection") == "close" &&
+        response.status >= 200 && response.status != 204 && response.status != 304) {
+        while (fill()) {
+        }  // delimited by the close
+        response.body = buffer_.substr(head_end + 4);
+        response.raw = buffer_;
+        buffer_.clear();
+        return response;
+    }
     std::size_t length = 0;
     if (!head_request && response.has_header("content-length")) length = std::stoul(response.header("content-length"));
     const std::size_t total = head_end + 4 + length;
@@ -104,6 +117,50 @@ std::optional<HttpResponse> HttpClient::read_response(bool head_request) {
     response.raw = buffer_.substr(0, total);
     buffer_.erase(0, total);
     return response;
+}
+
+bool HttpClient::read_chunked_body(std::size_t at, HttpResponse& response) {
+    for (;;) {
+        std::size_t line_end;
+        while ((line_end = buffer_.find("\r\n", at)) == std::string::npos)
+            if (!fill()) return false;
+        const std::size_t size = std::stoul(buffer_.substr(at, line_end - at), nullptr, 16);
+        const std::size_t data = line_end + 2;
+        while (buffer_.size() < data + size + 2)
+            if (!fill()) return false;
+        if (buffer_.compare(data + size, 2, "\r\n") != 0) return false;
+        at = data + size + 2;
+        if (size == 0) break;  // the last chunk (no trailers from cspd)
+        response.body.append(buffer_, data, size);
+        response.chunks.push_back(buffer_.substr(data, size));
+    }
+    response.raw = buffer_.substr(0, at);
+    buffer_.erase(0, at);
+    return true;
+}
+
+std::optional<std::string> HttpClient::read_chunked() {
+    HttpResponse response;
+    if (!read_chunked_body(0, response)) return std::nullopt;
+    return std::move(response.body);
+}
+
+std::optional<std::string> HttpClient::read_head() {
+    std::size_t head_end;
+    while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos)
+        if (!fill()) return std::nullopt;
+    std::string head = buffer_.substr(0, head_end + 4);
+    buffer_.erase(0, head_end + 4);
+    return head;
+}
+
+std::string HttpClient::read_until(const std::string& text) {
+    std::size_t found;
+    while ((found = buffer_.find(text)) == std::string::npos)
+        if (!fill()) return {};
+    std::string got = buffer_.substr(0, found + text.size());
+    buffer_.erase(0, found + text.size());
+    return got;
 }
 
 std::optional<HttpResponse> HttpClient::get(const std::string& target) {

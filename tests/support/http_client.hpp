@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cspd::test {
 
@@ -17,6 +18,7 @@ struct HttpResponse {
     std::multimap<std::string, std::string> headers;  ///< names lower-cased
     std::string body;
     std::string raw;  ///< every byte received for this response
+    std::vector<std::string> chunks;  ///< a chunked body's chunks, as they came
 
     std::string header(const std::string& lower_name) const;
     bool has_header(const std::string& lower_name) const { return headers.count(lower_name) != 0; }
@@ -36,6 +38,12 @@ public:
     std::optional<HttpResponse> read_response(bool head_request = false);
     /// GET `target` with Host and keep-alive; the response, or nullopt.
     std::optional<HttpResponse> get(const std::string& target);
+    /// Reads a response head alone (through the blank line); the body stays to be read.
+    std::optional<std::string> read_head();
+    /// Reads a chunked body whose head was read already (read_head); nullopt if it is cut short.
+    std::optional<std::string> read_chunked();
+    /// Reads through the first `text`; empty if it does not come.
+    std::string read_until(const std::string& text);
     /// True if the server closed the connection (EOF) within the timeout.
     bool closed_by_peer();
     /// Bytes received but not yet part of a whole response (e.g. a response cut short).
@@ -45,6 +53,7 @@ public:
 
 private:
     bool fill();  // reads more into buffer_; false on EOF, error or timeout
+    bool read_chunked_body(std::size_t at, HttpResponse& response);
     int fd_ = -1;
     std::string buffer_;
 };

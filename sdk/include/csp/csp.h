@@ -5,6 +5,9 @@
  * CSP_HANDLER(fn), CSP_HANDLER_WITH_HOOKS(fn, init, cleanup), or their
  * CSP_BLOCKING_ forms for a handler that may block.
  *
+ * Versions: 2.0 added blocking handlers, deferred replies, loop timers and fd watches,
+ * and sub-paths; 2.1 added streamed replies (csp_reply_stream).
+ *
  *   static int hello(const csp_request *req, csp_reply *reply) {
  *       csp_reply_set_content_type(reply, "text/html");
  *       csp_reply_puts(reply, "<h1>HELLO WORLD</h1>");
@@ -37,7 +40,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 0u
+#define CSP_ABI_MINOR 1u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -55,6 +58,12 @@ typedef struct csp_request csp_request;
 typedef struct csp_reply csp_reply;
 /* A reply that is finished later, from any thread (csp_reply_defer). */
 typedef struct csp_pending csp_pending;
+/* A reply whose body is sent as it is written (csp_reply_stream). 2.1 */
+typedef struct csp_stream csp_stream;
+
+/* csp_stream_write and csp_stream_event on an event loop: the bytes were taken, but the
+ * connection now holds more than its high-water mark; write again after csp_stream_on_writable. */
+#define CSP_AGAIN 1
 
 /* Why a pending reply will not reach its client (csp_pending_on_abort). */
 enum {
@@ -70,6 +79,7 @@ typedef void (*csp_abort_fn)(csp_pending *pending, int reason, void *user_data);
 typedef void (*csp_timer_fn)(csp_pending *pending, void *user_data);
 typedef void (*csp_fd_fn)(csp_pending *pending, int fd, unsigned events, void *user_data);
 typedef void (*csp_done_fn)(csp_pending *pending, void *user_data);
+typedef void (*csp_writable_fn)(csp_stream *stream, void *user_data);
 
 /* Services the host implements; handlers reach them through the inline
  * functions below, never directly. Grows only at the end. */
@@ -95,6 +105,14 @@ typedef struct csp_host_api {
     int (*loop_timer)(csp_pending *pending, unsigned milliseconds, csp_timer_fn fn, void *user_data);
     int (*loop_watch_fd)(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data);
     int (*pending_on_done)(csp_pending *pending, csp_done_fn fn, void *user_data);
+    /* 2.1: streamed replies. */
+    csp_stream *(*reply_stream)(csp_reply *reply, int status);
+    int (*stream_write)(csp_stream *stream, const void *bytes, size_t size);
+    int (*stream_event)(csp_stream *stream, const char *event, size_t event_size, const char *data,
+                        size_t data_size);
+    int (*stream_end)(csp_stream *stream);
+    int (*stream_on_writable)(csp_stream *stream, csp_writable_fn fn, void *user_data);
+    csp_pending *(*stream_pending)(csp_stream *stream);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -115,6 +133,12 @@ struct csp_request {
 
 /* A handle on a deferred reply; both fields are the host's (the handle is opaque). */
 struct csp_pending {
+    const csp_host_api *api;
+    void *host;
+};
+
+/* A handle on a streamed reply; both fields are the host's (the handle is opaque). 2.1 */
+struct csp_stream {
     const csp_host_api *api;
     void *host;
 };
@@ -289,6 +313,66 @@ static inline int csp_loop_timer(csp_pending *pending, unsigned milliseconds, cs
 
 static inline int csp_loop_watch_fd(csp_pending *pending, int fd, unsigned events, csp_fd_fn fn, void *user_data) {
     return pending ? pending->api->loop_watch_fd(pending, fd, events, fn, user_data) : -1;
+}
+
+/* ---- streamed replies (2.1) ------------------------------------------ */
+
+/* Sends the head now -- `status` (200..599, not 204 or 304), the content type and headers set so
+ * far -- and turns the reply into a stream: its body is what csp_stream_write writes, chunked on
+ * HTTP/1.1 and delimited by the connection's close on HTTP/1.0 (a HEAD request gets the head and
+ * no body; writes then succeed and send nothing). Bytes already appended to the reply are its
+ * first bytes; the reply is not used after this. The handler then returns CSP_DEFERRED. Call it
+ * during the call, or later on a deferred reply (csp_pending_reply), once. The request stays
+ * valid, and pipelined requests wait, until the stream ends. A stream that writes nothing for
+ * --pending-timeout is cut (the connection closes). NULL for a bad status, a reply that is
+ * already a stream or finished, or no memory: then answer as usual. */
+static inline csp_stream *csp_reply_stream(csp_reply *reply, int status) {
+    return reply->api->reply_stream(reply, status);
+}
+
+/* Appends `size` bytes to the stream. From any thread, one thread at a time. On an event loop it
+ * never waits: it returns CSP_AGAIN when, these bytes taken, the connection holds more than its
+ * high-water mark (256 KiB); write again once csp_stream_on_writable's callback runs (a stream
+ * that keeps writing regardless is cut at 32 times the mark). On any other thread it waits for
+ * room instead. 0; CSP_AGAIN; -1 when the client will not see it (it went away, or the stream
+ * was cut or ended). */
+static inline int csp_stream_write(csp_stream *stream, const void *bytes, size_t size) {
+    return stream ? stream->api->stream_write(stream, bytes, size) : -1;
+}
+
+static inline int csp_stream_puts(csp_stream *stream, const char *text) {
+    return csp_stream_write(stream, text, strlen(text));
+}
+
+/* Writes one server-sent event (the stream's content type should be "text/event-stream"):
+ * "event: EVENT" unless `event` is NULL or empty, one "data: " line per line of `data`, and the
+ * blank line that ends it, in one write. Returns as csp_stream_write; -1 if `event` holds a
+ * line break. */
+static inline int csp_stream_event(csp_stream *stream, const char *event, const char *data) {
+    return stream ? stream->api->stream_event(stream, event, event ? strlen(event) : 0, data,
+                                              data ? strlen(data) : 0)
+                  : -1;
+}
+
+/* Ends the body (the last chunk on HTTP/1.1; the close on HTTP/1.0). From any thread, once;
+ * `stream` must not be used after it. Never waits. 0, or -1 if the client will not see the end.
+ * To cut a stream short instead -- the client then sees an incomplete body -- finish its pending
+ * with a status of 400 or more: csp_pending_finish(csp_stream_pending(s), 500). */
+static inline int csp_stream_end(csp_stream *stream) {
+    return stream ? stream->api->stream_end(stream) : -1;
+}
+
+/* `fn(stream, user_data)` runs on the event loop each time the connection has room again after
+ * a write returned CSP_AGAIN (below half the high-water mark). Set it once. */
+static inline int csp_stream_on_writable(csp_stream *stream, csp_writable_fn fn, void *user_data) {
+    return stream ? stream->api->stream_on_writable(stream, fn, user_data) : -1;
+}
+
+/* The stream's deferred reply: csp_pending_on_abort (the client went away: writes now give -1),
+ * csp_pending_on_done, csp_loop_timer and csp_loop_watch_fd work on it as on any deferred reply.
+ * csp_pending_finish on it ends the stream: cleanly below 400, cut short from 400 on. */
+static inline csp_pending *csp_stream_pending(csp_stream *stream) {
+    return stream ? stream->api->stream_pending(stream) : NULL;
 }
 
 #ifdef __cplusplus

@@ -77,6 +77,7 @@ struct callbacks {
         std::list<node>::iterator self;
     };
     std::list<node> nodes;
+    std::list<std::shared_ptr<void>> kept;  // what else lives until the host is done with the reply
 
     static void* add(const std::shared_ptr<callbacks>& all, std::function<void(int, unsigned)> fn) {
         all->nodes.push_back({std::move(fn), all, {}});
@@ -102,6 +103,8 @@ struct callbacks {
     static void release(csp_pending*, void* user_data) { delete static_cast<std::shared_ptr<callbacks>*>(user_data); }
 };
 } // namespace detail
+
+class stream;
 
 /// A deferred reply (csp_reply_defer), owned: finish() it once, from any thread. One that is
 /// destroyed unfinished finishes with 500, so a forgotten answer never leaves a client
@@ -171,6 +174,14 @@ public:
     }
 
 private:
+    friend class stream;
+    /// Keeps `fn` (an owned std::function) until the host is done with the reply.
+    bool on_done_free(std::function<void()>* fn) {
+        if (!p_) return false;
+        all()->kept.emplace_back(fn, [](void* f) { delete static_cast<std::function<void()>*>(f); });
+        return true;
+    }
+
     const std::shared_ptr<detail::callbacks>& all() {
         if (!callbacks_) {
             callbacks_ = std::make_shared<detail::callbacks>();
@@ -184,6 +195,82 @@ private:
     csp_pending* p_ = nullptr;
     std::shared_ptr<detail::callbacks> callbacks_;
     bool host_holds_callbacks_ = false;
+};
+
+/// A streamed reply (csp_reply_stream), owned: write to it from any thread, end() it once. One
+/// destroyed without end() is cut short (the client sees an incomplete body). Move-only.
+///   auto s = csp::stream::start(reply, 200);
+///   s << "first line\n";
+///   s.end();
+class stream {
+public:
+    stream() = default;
+    /// Sends the head and streams the reply: return CSP_DEFERRED from the handler. Empty if the
+    /// host could not (a bad status, or no memory): then answer as usual.
+    static stream start(csp_reply* r, int status = 200) { return stream(csp_reply_stream(r, status)); }
+    explicit stream(csp_stream* s) : s_(s), p_(csp_stream_pending(s)) {}
+    stream(stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)), p_(std::move(o.p_)) {}
+    stream& operator=(stream&& o) noexcept {
+        if (this != &o) {
+            p_ = std::move(o.p_);  // cuts what this held, if it had not ended
+            s_ = std::exchange(o.s_, nullptr);
+        }
+        return *this;
+    }
+    stream(const stream&) = delete;
+    stream& operator=(const stream&) = delete;
+
+    explicit operator bool() const { return s_ != nullptr; }
+    csp_stream* get() const { return s_; }
+
+    /// 0; CSP_AGAIN (on an event loop: taken, but wait for on_writable before more); -1 when the
+    /// client will not see it.
+    int write(std::string_view bytes) { return csp_stream_write(s_, bytes.data(), bytes.size()); }
+    /// Writes, remembering the outcome in last() (check it before writing more on a loop).
+    stream& operator<<(std::string_view bytes) {
+        last_ = write(bytes);
+        return *this;
+    }
+    int last() const { return last_; }
+    /// One server-sent event ("" for no event name).
+    int event(std::string_view name, std::string_view data) {
+        if (!s_) return -1;
+        return s_->api->stream_event(s_, name.data(), name.size(), data.data(), data.size());
+    }
+    /// Ends the body; true if the client will see the end. The stream is empty afterwards.
+    bool end() {
+        s_ = nullptr;
+        return p_.finish(200);
+    }
+    /// Cuts the body short: the client sees it incomplete.
+    void cut() {
+        s_ = nullptr;
+        p_.finish(500);
+    }
+
+    /// `fn()` on the loop each time the connection has room after a write gave CSP_AGAIN.
+    template <class Fn>
+    bool on_writable(Fn fn) {
+        auto* held = new std::function<void()>(std::move(fn));
+        // Freed when the reply is done: no callback of it runs after that.
+        if (!p_.on_done_free(held)) {
+            delete held;
+            return false;
+        }
+        return csp_stream_on_writable(
+                   s_, [](csp_stream*, void* data) { (*static_cast<std::function<void()>*>(data))(); }, held) == 0;
+    }
+    /// As csp::pending: the client went away (or the server drains), a timer, an fd watch.
+    template <class Fn> bool on_abort(Fn fn) { return p_.on_abort(std::move(fn)); }
+    template <class Fn> bool after(std::chrono::milliseconds delay, Fn fn) { return p_.after(delay, std::move(fn)); }
+    template <class Fn> bool when_ready(int fd, unsigned events, Fn fn) {
+        return p_.when_ready(fd, events, std::move(fn));
+    }
+
+private:
+    csp_stream* s_ = nullptr;
+    pending p_;
+    int last_ = 0;
 };
 
 } // namespace csp

@@ -1,0 +1,66 @@
+// How a connection sends a streamed reply (see connection.hpp): the stream is the answer it
+// waits for, but its bytes go out as they come, through the same output queue, so answers stay
+// in order and a socket that is full holds the writer back (StreamOutbox). When the stream ends
+// the connection goes on with what was pipelined behind it, as after any answer.
+#include "serving/connection.hpp"
+
+#include "serving/loop_context.hpp"
+#include "stats/shared_stats.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace cspd {
+
+void Connection::stream_output(PendingCall& pending) {
+    if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
+    if (pending.cut()) {
+        cut_stream("the handler ignored back-pressure", CSP_ABORT_CLIENT_GONE);
+        return;
+    }
+    std::string bytes = pending.stream().take();
+    if (bytes.empty()) return;
+    send_or_queue(std::move(bytes));
+}
+
+void Connection::stream_ended(PendingCall& pending, std::optional<int> returned) {
+    const bool clean = returned && *returned < 400;
+    std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
+    const ResponseFrame& frame = pending.frame();
+    const int status = pending.stream_status();
+    if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
+    CallState& call = pending.call();
+    if (call.stats) bump(call.stats->requests[status_class(status)]);
+    owe_nothing();
+    last_request_ = loop_.now;
+    // HTTP/1.0 bodies end with the close; a stream cut short ends without its last chunk, and
+    // the client learns it is incomplete from the close.
+    if (!clean || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
+        closing_ = true;
+        if (!pending_input_.empty()) linger_on_close_ = true;
+    }
+    if (!clean)
+        spdlog::info("handler {}: stream to {}:{} cut short", call.version ? call.version->describe() : "?",
+                     address_, port_);
+    send_or_queue(std::move(rest));
+}
+
+void Connection::send_or_queue(std::string&& bytes) {
+    if (state_ == State::writing) {
+        // Earlier bytes still wait for the socket: these queue behind them, and the write that
+        // waits goes on from there.
+        queued_.append_owned(std::move(bytes));
+        if (waiting_ && waiting_->streaming()) waiting_->stream_room(queued_.size());
+        return;
+    }
+    if (after_write(queued_.send_owned(fd_, std::move(bytes)))) resume();
+}
+
+void Connection::cut_stream(const char* why, int reason) {
+    const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
+    spdlog::warn("handler {}: {}; stream to {}:{} cut", version ? version->describe() : "?", why, address_, port_);
+    waiting_->drop(reason);
+    owe_nothing();
+    close();
+}
+
+}  // namespace cspd

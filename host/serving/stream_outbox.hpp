@@ -1,0 +1,67 @@
+// The body of one streamed reply on its way from the handler (any thread) to the loop that
+// owns the connection: framed as it is written (HTTP/1.1 chunks, raw bytes for HTTP/1.0,
+// nothing for HEAD), bounded by a high-water mark. A writer on an event loop is told
+// CSP_AGAIN past the mark; a writer on any other thread waits for room. The loop takes what
+// waits and tells the outbox how much the socket still holds (the backlog), which wakes them.
+//
+// Shared by the writer and the loop under one mutex; no I/O, so it can be tested alone.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace cspd {
+
+class StreamOutbox {
+public:
+    enum class Framing { chunked, raw, none };
+    /// Past this much waiting (here and in the socket's backlog) writers are held back.
+    static constexpr std::size_t kHighWater = 256 * 1024;
+    /// A loop writer that ignores CSP_AGAIN is refused past this: the stream is cut.
+    static constexpr std::size_t kHardLimit = 32 * kHighWater;
+
+    /// What a write came to.
+    struct Result {
+        int code;           ///< 0, CSP_AGAIN, or -1 (closed, ended, or past the hard limit)
+        bool poke = false;  ///< the loop must be told that bytes wait (the first since it took them)
+        bool overflow = false;  ///< refused for the hard limit: the caller cuts the stream
+    };
+
+    StreamOutbox(Framing framing, std::string head);
+
+    /// Appends `bytes` as one piece of the body; `may_wait`: off an event loop, wait for room.
+    Result write(std::string_view bytes, bool may_wait);
+    /// Appends one server-sent event (`event` holds no line break; empty: no event line).
+    Result event(std::string_view event, std::string_view data, bool may_wait);
+    /// Appends the end of the body (the last chunk); later writes are refused.
+    Result end();
+
+    /// Loop: everything that waits, taken out.
+    std::string take();
+    /// Loop: the socket still holds `backlog` bytes of the stream. Wakes waiting writers when
+    /// there is room; true when a loop writer was told CSP_AGAIN and may write again.
+    bool set_backlog(std::size_t backlog);
+    /// Loop: nobody will see more (the client left, the stream was cut or is done): writers get
+    /// -1 from now on, and waiting ones wake.
+    void close();
+
+private:
+    template <class Append>
+    Result put(std::size_t size, bool may_wait, Append append);
+    std::size_t held() const { return bytes_.size() + backlog_; }
+
+    const Framing framing_;
+    std::mutex mutex_;
+    std::condition_variable room_;
+    std::string bytes_;         // framed, waiting for the loop
+    std::size_t backlog_ = 0;   // what the connection's socket has not taken yet
+    bool poke_pending_ = false; // the loop was told and has not taken yet
+    bool told_again_ = false;   // a loop writer got CSP_AGAIN and waits for room
+    bool ended_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace cspd
