@@ -56,9 +56,7 @@ static PGconn* take(pool* p) {
     pthread_mutex_lock(&p->lock);
     PGconn* conn = p->count ? p->idle[--p->count] : NULL;
     pthread_mutex_unlock(&p->lock);
-    /* An idle connection the server closed (it restarted, or ended idle sessions) shows here:
-     * PQconsumeInput reads what is waiting without blocking, and sees the end. */
-    if (conn && (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)) {
+    if (conn && users_idle_connection_gone(conn)) { /* the server restarted: connect again */
         PQfinish(conn);
         conn = NULL;
     }

@@ -13,8 +13,8 @@
  * still read to the end of its results (they are dropped), so the order holds.
  * Watching: an fd watch belongs to a pending reply (finishing it cancels the watch), so the
  * link watches through its oldest request and moves on when that one is answered. An idle
- * connection is watched by nobody: the next request checks it (PQconsumeInput sees a close)
- * and connects again. A connection that breaks answers 503 to every request on it; the next
+ * connection is watched by nobody: the next request checks it (a poll: an idle connection
+ * hears nothing unless the server is closing it) and connects again. A connection that breaks answers 503 to every request on it; the next
  * request connects again.
  * Memory: a request's job is freed in csp_pending_on_done, never where it is finished. */
 #include "users_common.h"
@@ -216,8 +216,7 @@ static int send_new(link* l) {
 /* Moves the link on as far as it can go without waiting; 0 if it failed. `ready`: what the
  * socket is ready for (CSP_READABLE, CSP_WRITABLE), 0 when called for a new request. */
 static int advance(link* l, unsigned ready) {
-    if (l->phase == READY && !l->head->sent && !l->reading && !l->writing &&
-        (!PQconsumeInput(l->conn) || PQstatus(l->conn) != CONNECTION_OK)) {
+    if (l->phase == READY && !l->head->sent && !l->reading && !l->writing && users_idle_connection_gone(l->conn)) {
         PQfinish(l->conn); /* closed while idle (a restart): connect again, nobody fails */
         l->conn = NULL;
         l->phase = DOWN;

@@ -8,6 +8,7 @@
 #include <csp/csp.h>
 #include <libpq-fe.h>
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,14 @@ static inline void users_conn_params(const char* keys[3], const char* values[3],
 /* PostgreSQL's notices and warnings go to the cspd log, saying whose they are. */
 static inline void users_notice(void* who, const char* message) {
     fprintf(stderr, "%s: postgres: %s", (const char*)who, message);
+}
+
+/* An idle connection should hear nothing: anything readable (the server's "terminating
+ * connection" and its close, after a restart or an idle timeout) means it is going. PQstatus
+ * does not know yet, and PQconsumeInput stops at the message before the close. */
+static inline int users_idle_connection_gone(PGconn* conn) {
+    struct pollfd socket = {PQsocket(conn), POLLIN, 0};
+    return PQstatus(conn) != CONNECTION_OK || poll(&socket, 1, 0) != 0;
 }
 
 /* "%.*s": libpq's messages end with a newline, ours do not. */
