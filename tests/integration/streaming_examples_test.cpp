@@ -1,0 +1,132 @@
+// The streaming examples, served by the real binary and read by real clients: clock's
+// server-sent events by curl and by npm's EventSource (tests/sse), by many clients at once;
+// export's 1 GiB CSV by curl, with the worker's memory flat throughout.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+/// Runs `command` and gives its standard output, whole.
+std::string output_of(const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return out;
+    char chunk[4096];
+    std::size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0) out.append(chunk, n);
+    ::pclose(pipe);
+    return out;
+}
+
+long rss_kib(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+}
+
+class StreamingExamples : public ::testing::Test {
+protected:
+    StreamingExamples() : server({"--workers", "1"}, false) {
+        for (const char* name : {"clock", "export"})
+            std::filesystem::copy_file(test_handler(std::string("examples/") + name + ".so"),
+                                       server.handlers() / (std::string(name) + ".so"));
+        server.start();
+    }
+    std::string url(const std::string& target) const {
+        return "http://127.0.0.1:" + std::to_string(server.port()) + target;
+    }
+    TestServer server;
+};
+
+TEST_F(StreamingExamples, ClockIsReadByCurl) {
+    const std::string events = output_of("curl -sN --max-time 20 '" + url("/csp/clock?n=2") + "'");
+    const std::regex tick("event: tick\ndata: \\{\"time\":\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\",\"n\":(\\d)\\}\n\n");
+    std::vector<std::string> numbers;
+    for (auto it = std::sregex_iterator(events.begin(), events.end(), tick); it != std::sregex_iterator(); ++it)
+        numbers.push_back((*it)[1]);
+    EXPECT_EQ(numbers, (std::vector<std::string>{"1", "2"})) << events;
+}
+
+TEST_F(StreamingExamples, ClockIsReadByEventSource) {
+    // A real browser-style client: it checks the content type and parses the event stream itself.
+    const std::string script = std::string(CSPD_SOURCE_DIR) + "/tests/sse/read_events.mjs";
+    const std::string lines = output_of("node '" + script + "' '" + url("/csp/clock") + "' tick 3 2>&1");
+    const std::regex event(R"(^tick \{"time":"[0-9T:Z-]+","n":(\d)\}$)");
+    std::vector<std::string> numbers;
+    std::istringstream in(lines);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, event)) numbers.push_back(m[1]);
+    }
+    EXPECT_EQ(numbers, (std::vector<std::string>{"1", "2", "3"})) << lines;
+}
+
+TEST_F(StreamingExamples, ClockServesManyClientsAtOnce) {
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < 200; ++i) {
+        clients.push_back(std::make_unique<HttpClient>(server.port()));
+        clients.back()->send("GET /csp/clock HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n\r\n");
+    }
+    for (auto& c : clients) {
+        auto head = c->read_head();
+        ASSERT_TRUE(head);
+        EXPECT_NE(head->find("Content-Type: text/event-stream"), std::string::npos);
+        EXPECT_NE(c->read_until("\"n\":2}\n\n"), "");  // two events each, a second apart
+    }
+}
+
+TEST_F(StreamingExamples, ExportStreamsAGibibyteInFlatMemory) {
+    const pid_t worker = server.worker_pid();
+    const long before = rss_kib(worker);
+    std::atomic<bool> running{true};
+    std::atomic<long> peak{before};
+    std::thread sampler([&] {
+        while (running) {
+            peak = std::max(peak.load(), rss_kib(worker));
+            std::this_thread::sleep_for(20ms);
+        }
+    });
+    // curl writes the body to a pipe that this test reads and checks row by row as it comes.
+    FILE* pipe = ::popen(("curl -s --max-time 120 '" + url("/csp/export?mb=1024") + "'").c_str(), "r");
+    ASSERT_TRUE(pipe);
+    char line[256];
+    std::size_t bytes = 0, rows = 0, bad = 0;
+    if (std::fgets(line, sizeof line, pipe)) {
+        EXPECT_STREQ(line, "id,name,email,amount\n");
+        bytes += std::strlen(line);
+    }
+    while (std::fgets(line, sizeof line, pipe)) {
+        ++rows;
+        bytes += std::strlen(line);
+        const std::string id = std::to_string(rows);
+        const std::string start = id + ",user" + id + ",user" + id + "@example.org,";
+        if (std::strncmp(line, start.c_str(), start.size()) != 0) ++bad;
+    }
+    ::pclose(pipe);
+    running = false;
+    sampler.join();
+    EXPECT_EQ(bad, 0u);
+    EXPECT_GE(bytes, std::size_t(1) << 30);
+    EXPECT_LT(bytes, (std::size_t(1) << 30) + 256);  // it stops at the row that reaches 1 GiB
+    EXPECT_LT(peak - before, 16 * 1024) << "KiB of growth while 1 GiB went out";
+}
+
+}  // namespace
+}  // namespace cspd::test
