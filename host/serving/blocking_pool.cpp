@@ -49,9 +49,32 @@ bool BlockingPool::submit(std::function<void()> job) {
     return true;
 }
 
+namespace {
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+std::shared_ptr<BlockingPool::Mark>& BlockingPool::current() {
+    thread_local std::shared_ptr<Mark> mark;
+    return mark;
+}
+
+BlockingPool::ClientWait::ClientWait() {
+    if (const auto& mark = current()) mark->waiting_for_client = true;
+}
+
+BlockingPool::ClientWait::~ClientWait() {
+    if (const auto& mark = current()) {
+        mark->busy_since = now_ns();  // the call's clock starts again
+        mark->waiting_for_client = false;
+    }
+}
+
 void BlockingPool::run(std::size_t index) {
     install_thread_signal_stack();  // a handler's stack overflow is reported like a loop's
     std::unique_lock lock(mutex_);
+    current() = workers_[index].mark;  // under the lock: workers_ may be growing
     for (;;) {
         ++idle_;
         wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -59,14 +82,14 @@ void BlockingPool::run(std::size_t index) {
         if (queue_.empty()) break;  // stopping, and nothing left to run
         std::function<void()> job = std::move(queue_.front());
         queue_.pop_front();
-        workers_[index].busy_since = Clock::now();
+        workers_[index].mark->busy_since = now_ns();
         ++busy_;
         publish();
         lock.unlock();
         job();
         job = nullptr;  // what the job held goes before the thread waits again
         lock.lock();
-        workers_[index].busy_since = {};
+        workers_[index].mark->busy_since = 0;
         --busy_;
         publish();
     }
@@ -76,17 +99,20 @@ void BlockingPool::run(std::size_t index) {
 
 unsigned BlockingPool::stuck(Clock::duration limit) const {
     std::lock_guard lock(mutex_);
-    const auto now = Clock::now();
+    const std::int64_t now = now_ns();
+    const std::int64_t limit_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count();
     unsigned n = 0;
-    for (const Worker& worker : workers_)
-        if (worker.busy_since != Clock::time_point{} && now - worker.busy_since > limit) ++n;
+    for (const Worker& worker : workers_) {
+        const std::int64_t since = worker.mark->busy_since;
+        if (since != 0 && !worker.mark->waiting_for_client && now - since > limit_ns) ++n;
+    }
     return n;
 }
 
 std::size_t BlockingPool::load() const {
     std::lock_guard lock(mutex_);
     std::size_t busy = 0;
-    for (const Worker& worker : workers_) busy += worker.busy_since != Clock::time_point{};
+    for (const Worker& worker : workers_) busy += worker.mark->busy_since != 0;
     return busy + queue_.size();
 }
 

@@ -2,11 +2,15 @@
 // on an event loop. Threads start as work arrives, up to --blocking-threads; past them,
 // calls queue up to --blocking-queue, and past that submit() refuses (the client gets 503).
 // A call that runs longer than --handler-timeout is stuck: its client has been answered 504
-// by the loop, and its thread is counted until it comes back.
+// by the loop, and its thread is counted until it comes back. A call that waits for its client
+// (a stream's write waiting for room) is not stuck: see ClientWait.
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
+#include <memory>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -36,15 +40,33 @@ public:
     /// Calls running and queued now.
     std::size_t load() const;
 
+    /// While one lives, the calling pool thread (if it is one) waits for its client, not in handler
+    /// code: it is not counted as stuck, and its call's clock starts again afterwards.
+    class ClientWait {
+    public:
+        ClientWait();
+        ~ClientWait();
+        ClientWait(const ClientWait&) = delete;
+        ClientWait& operator=(const ClientWait&) = delete;
+    };
+
     /// Stops taking work; waits up to `grace` for the threads, true if every one came back.
     bool stop(std::chrono::steady_clock::duration grace);
 
 private:
+    /// What the pool reads of one thread's call. Shared with the thread, which may outlive the
+    /// pool (a stuck call at shutdown).
+    struct Mark {
+        std::atomic<std::int64_t> busy_since{0};  // steady-clock ns; 0: idle
+        std::atomic<bool> waiting_for_client{false};
+    };
     struct Worker {
         std::thread thread;
-        std::chrono::steady_clock::time_point busy_since{};  // epoch: idle
+        std::shared_ptr<Mark> mark = std::make_shared<Mark>();
     };
     void run(std::size_t index);
+    /// The mark of the calling thread's call, if it is a pool thread.
+    static std::shared_ptr<Mark>& current();
     void publish();  // under mutex_
     const unsigned max_threads_;
     const std::size_t queue_limit_;

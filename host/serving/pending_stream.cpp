@@ -2,6 +2,7 @@
 // the body goes through the StreamOutbox, and the loop is poked once per batch of writes.
 #include "http/date_cache.hpp"
 #include "http/response.hpp"
+#include "serving/blocking_pool.hpp"
 #include "serving/pending_call.hpp"
 
 #include <spdlog/spdlog.h>
@@ -45,13 +46,17 @@ csp_stream* PendingCall::start_stream(int status) noexcept {
 
 int PendingCall::stream_write(std::string_view bytes) noexcept {
     if (!streaming()) return -1;
-    return after_stream_write(stream_->write(bytes, !LoopInbox::on_an_event_loop()));
+    if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->write(bytes, false));
+    BlockingPool::ClientWait waiting;  // a pool thread waiting for room is not a stuck call
+    return after_stream_write(stream_->write(bytes, true));
 }
 
 int PendingCall::stream_event(std::string_view event, std::string_view data) noexcept {
     if (!streaming()) return -1;
     try {
-        return after_stream_write(stream_->event(event, data, !LoopInbox::on_an_event_loop()));
+        if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->event(event, data, false));
+        BlockingPool::ClientWait waiting;
+        return after_stream_write(stream_->event(event, data, true));
     } catch (const std::bad_alloc&) {
         return -1;
     }

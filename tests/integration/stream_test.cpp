@@ -185,6 +185,24 @@ TEST_F(Streams, FromABlockingHandlerEndWithTheCall) {
     EXPECT_NE(client.leftover().find("partial"), std::string::npos);
 }
 
+class ShortHandlerTimeout : public Streams {
+protected:
+    ShortHandlerTimeout() : Streams({"--handler-timeout", "1", "--blocking-threads", "1"}) {}
+};
+
+TEST_F(ShortHandlerTimeout, ABlockingStreamWaitingForItsReaderIsNotAStuckCall) {
+    HttpClient client(server.port(), 30s);
+    client.send(get_line("/csp/stream_blocking/big?mb=256"));
+    ASSERT_TRUE(client.read_head());
+    // The pool's only thread waits for room well past --handler-timeout: waiting for the client
+    // is not running stuck in handler code, so the worker is not replaced under the stream.
+    std::this_thread::sleep_for(3s);
+    EXPECT_EQ(server.log().find("are stuck"), std::string::npos) << server.log();
+    auto body = client.read_chunked();
+    ASSERT_TRUE(body);
+    EXPECT_TRUE(is_pattern(*body, 256u << 20));
+}
+
 class IdleStreams : public Streams {
 protected:
     IdleStreams() : Streams({"--pending-timeout", "1"}) {}
