@@ -70,11 +70,13 @@ static void finish(link* l, job* j, int status) {
     csp_pending_finish(j->pending, status);
 }
 
-/* The connection is lost or cannot be had: every request on it gets 503. */
+/* The connection is lost or cannot be had (`why`, logged once until it works again), or the
+ * loop is ending (NULL): every request on it gets 503. */
 static void fail_all(link* l, const char* why) {
-    if (!l->down_logged)
+    if (why && !l->down_logged) {
         fprintf(stderr, "users_async: the database is unavailable, answering 503: %.*s\n", users_trimmed(why), why);
-    l->down_logged = 1;
+        l->down_logged = 1;
+    }
     job* jobs = l->head;
     l->head = l->tail = l->reading = l->writing = l->timing = NULL;
     PQfinish(l->conn);
@@ -258,7 +260,7 @@ static void on_abort(csp_pending* p, int reason, void* user_data) {
         return;
     }
     if (reason == CSP_ABORT_DRAINING) { /* the loop is ending and its watches with it */
-        fail_all(l, "the server is stopping");
+        fail_all(l, NULL);
         return;
     }
     /* The client left (or was answered 504). A sent statement's results must still be read
