@@ -11,15 +11,20 @@ void append_number(std::string& out, std::size_t n) {
     out.append(digits, end);
 }
 
-}  // namespace
-
-void append_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
+/// "HTTP/1.1 200 OK", Server and Date: how every response begins (no line end after Date).
+void append_status_line(std::string& out, const ResponseHead& head) {
     out.append("HTTP/1.1 ");
     append_number(out, code(head.status));
     out.push_back(' ');
     out.append(reason_phrase(head.status));
     out.append("\r\nServer: cspd\r\nDate: ");
     out.append(head.date);
+}
+
+}  // namespace
+
+void append_head(std::string& out, const ResponseHead& head, std::size_t content_length) {
+    append_status_line(out, head);
     if (!forbids_body(head.status)) {
         out.append("\r\nContent-Type: ");
         out.append(head.content_type);
@@ -36,12 +41,7 @@ void append_head(std::string& out, const ResponseHead& head, std::size_t content
 }
 
 void append_stream_head(std::string& out, const ResponseHead& head) {
-    out.append("HTTP/1.1 ");
-    append_number(out, code(head.status));
-    out.push_back(' ');
-    out.append(reason_phrase(head.status));
-    out.append("\r\nServer: cspd\r\nDate: ");
-    out.append(head.date);
+    append_status_line(out, head);
     out.append("\r\nContent-Type: ");
     out.append(head.content_type);
     if (head.http10)
