@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -126,6 +127,20 @@ TEST_F(StreamingExamples, ExportStreamsAGibibyteInFlatMemory) {
     EXPECT_GE(bytes, std::size_t(1) << 30);
     EXPECT_LT(bytes, (std::size_t(1) << 30) + 256);  // it stops at the row that reaches 1 GiB
     EXPECT_LT(peak - before, 16 * 1024) << "KiB of growth while 1 GiB went out";
+}
+
+TEST(StreamingExample, ClockSaysGoodbyeAndEndsWhenTheServerDrains) {
+    TestServer server({"--drain-timeout", "3"}, false);  // the drain warns about a second before its end
+    std::filesystem::copy_file(test_handler("examples/clock.so"), server.handlers() / "clock.so");
+    server.start();
+    HttpClient client(server.port(), 10s);
+    client.send("GET /csp/clock HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(client.read_head());
+    ASSERT_NE(client.read_until("\"n\":1}\n\n"), "");
+    ::kill(server.pid(), SIGTERM);
+    const std::string rest = client.read_until("0\r\n\r\n");  // the last chunk: the stream ended cleanly
+    EXPECT_NE(rest.find("event: bye\ndata: the server is stopping\n\n"), std::string::npos) << rest;
+    EXPECT_EQ(server.stop(), 0);
 }
 
 }  // namespace
