@@ -112,6 +112,16 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--pending-timeout", config.pending_timeout_s,
                    "a deferred reply not finished within this gets 504, s (0: never)")
         ->capture_default_str();
+    app.add_option("--init-timeout", config.init_timeout_s,
+                   "a handler version whose loading, init or cleanup takes longer is refused, s")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 3600u));
+    bool no_vetting = false;
+    app.add_flag("--no-vetting", no_vetting,
+                 "load new handler versions without trying them in a short-lived process first");
+    app.add_option("--worker-max-rss", config.worker_max_rss_mib,
+                   "a worker whose resident memory passes this is replaced gracefully, MiB (0: never)")
+        ->capture_default_str();
     std::string log_file;
     app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
     // Set by the master when it starts a worker; not for people.
@@ -142,6 +152,7 @@ Invocation parse_command_line(int argc, char** argv) {
     config.status_endpoints = !no_status;
     config.log_file = log_file;
     config.strict_handler_modes = !insecure_handlers;
+    config.vet_handlers = !no_vetting;
     config.sdk_include = sdk_include;
     config.probes = !no_probes;
     config.handlers_dir = handlers_dir;

@@ -1,6 +1,7 @@
 // cspd: command line -> Config -> run (the master, a worker, one process), or `cspd new`.
 #include "command_line.hpp"
 #include "process/crash_reporter.hpp"
+#include "process/handler_vetting.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "process/master.hpp"
@@ -15,6 +16,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <string_view>
 
 namespace {
 
@@ -66,6 +68,8 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
 int main(int argc, char** argv) {
     // A peer that resets mid-write must cost one connection, not the process: sendfile has no MSG_NOSIGNAL.
     std::signal(SIGPIPE, SIG_IGN);
+    // Internal: a short-lived process that tries a new handler version (process/handler_vetting).
+    if (argc >= 2 && std::string_view(argv[1]) == "__vet") return cspd::run_vetting_child(argc - 1, argv + 1);
     cspd::block_lifecycle_signals();  // until the server has its handlers for them
     cspd::Invocation invocation = cspd::parse_command_line(argc, argv);
     if (invocation.exit_code) return *invocation.exit_code;

@@ -7,9 +7,38 @@ namespace {
 constexpr std::size_t kAlternateStackBytes = 64 * 1024;
 thread_local ThreadCrashContext context;
 std::atomic<std::uint32_t>* process_flag = nullptr;
+DeathBlame* death_blame = nullptr;
+std::atomic<bool> death_blamed{false};
 }  // namespace
 
+void set_process_death_blame(DeathBlame* blame) noexcept { death_blame = blame; }
+
+void blame_for_this_death(const HandlerLabel& handler, HandlerPhase phase, std::uint32_t how) noexcept {
+    if (!death_blame || death_blamed.exchange(true)) return;
+    std::size_t i = 0;
+    for (; handler.name[i] && i + 1 < sizeof death_blame->name; ++i) death_blame->name[i] = handler.name[i];
+    death_blame->name[i] = '\0';
+    death_blame->sequence = handler.sequence;
+    death_blame->size = handler.size;
+    death_blame->content_hash = handler.content_hash;
+    death_blame->how = how;
+    death_blame->phase.store(static_cast<std::uint32_t>(phase), std::memory_order_release);
+}
+
 ThreadCrashContext& this_thread_crash_context() noexcept { return context; }
+
+const char* phase_text(HandlerPhase phase) noexcept {
+    switch (phase) {
+    case HandlerPhase::load: return "while loading (static constructors)";
+    case HandlerPhase::init: return "in init";
+    case HandlerPhase::call: return "in a call";
+    case HandlerPhase::cleanup: return "in cleanup";
+    case HandlerPhase::unload: return "while unloading (static destructors)";
+    case HandlerPhase::thread: return "on a thread of its own";
+    case HandlerPhase::none: break;
+    }
+    return "";
+}
 
 void set_process_crash_flag(std::atomic<std::uint32_t>* flag) noexcept { process_flag = flag; }
 std::atomic<std::uint32_t>* process_crash_flag() noexcept { return process_flag; }

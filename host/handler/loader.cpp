@@ -1,5 +1,6 @@
 #include "handler/loader.hpp"
 
+#include "common/handler_code.hpp"
 #include "common/unique_fd.hpp"
 #include "handler/elf_check.hpp"
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cerrno>
 #include <cstring>
@@ -76,6 +78,41 @@ std::string trust_problem(const struct stat& file, const std::filesystem::path& 
         return "its folder is owned by uid " + std::to_string(dir.st_uid) + ", neither root nor the server's user";
     if (dir.st_mode & S_IWOTH) return "its folder is writable by others (chmod o-w " + folder.string() + ")";
     return {};
+}
+
+/// The library mapping, and the record of where its code lies (for blame): forgotten once it is
+/// unloaded.
+struct LoadedLibrary {
+    boost::dll::shared_library library;
+    int code_slot = -1;
+    ~LoadedLibrary() {
+        library.unload();
+        forget_handler_code(code_slot);
+    }
+};
+
+/// The address range [first, last) of the loaded object at `path`; {0, 0} if not found.
+std::pair<std::uintptr_t, std::uintptr_t> mapped_range(const std::string& path) {
+    struct Search {
+        const std::string* path;
+        std::uintptr_t first = 0, last = 0;
+    } search{&path};
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            auto* s = static_cast<Search*>(data);
+            if (!info->dlpi_name || *s->path != info->dlpi_name) return 0;
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+                if (segment.p_type != PT_LOAD) continue;
+                const std::uintptr_t from = info->dlpi_addr + segment.p_vaddr;
+                const std::uintptr_t to = from + segment.p_memsz;
+                if (!s->first || from < s->first) s->first = from;
+                if (to > s->last) s->last = to;
+            }
+            return 1;
+        },
+        &search);
+    return {search.first, search.last};
 }
 
 }  // namespace
@@ -237,11 +274,31 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
         }
     }
 
-    auto library = std::make_shared<boost::dll::shared_library>();
+    if (gate_) {
+        GateVerdict verdict = gate_->check(name, copy, identity);
+        if (!verdict.pass) {
+            ::unlink(copy.c_str());
+            return failure(gated, std::move(verdict.reason));
+        }
+    }
+
+    // Named in a crash report (and blamed) if loading or init brings the process down.
+    const HandlerLabel label{name.c_str(), sequence, identity.size, identity.content_hash};
+    auto loaded = std::make_shared<LoadedLibrary>();
+    boost::dll::shared_library* library = &loaded->library;
     boost::dll::fs::error_code ec;
-    // RTLD_NOW: a missing symbol refuses the load now instead of crashing a request later.
-    // RTLD_LOCAL: two handlers exporting the same symbol never collide.
-    library->load(copy, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+    {
+        if (on_phase_) on_phase_(HandlerPhase::load);
+        RunningHandler marker(label, HandlerPhase::load);
+        // RTLD_NOW: a missing symbol refuses the load now instead of crashing a request later.
+        // RTLD_LOCAL: two handlers exporting the same symbol never collide.
+        library->load(copy, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+    }
+    if (!ec) {
+        // A fault on a thread of the handler's own is blamed on it by this range.
+        const auto [first, last] = mapped_range(copy.string());
+        if (first < last) loaded->code_slot = remember_handler_code(first, last, label);
+    }
     ::unlink(copy.c_str());  // the mapping lives on; nothing is left on disk
     if (ec) {
         const char* detail = ::dlerror();
@@ -254,6 +311,8 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     void* state = nullptr;
     if (check.init) {
         int rc = 0;
+        if (on_phase_) on_phase_(HandlerPhase::init);
+        RunningHandler marker(label, HandlerPhase::init);
         try {
             rc = check.init(&state);
         } catch (const std::exception& e) {
@@ -263,7 +322,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
         }
         if (rc != 0) return failure(init_failed, "init returned " + std::to_string(rc));
     }
-    std::shared_ptr<void> owner(library, library.get());
+    std::shared_ptr<void> owner(loaded, library);
     LoadResult result;
     result.version = std::make_shared<HandlerVersion>(name, sequence, identity, std::move(owner), check.entry, state);
     return result;

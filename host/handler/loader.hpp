@@ -4,9 +4,11 @@
 // a path or inode it already has), check the ABI, run init.
 #pragma once
 
+#include "handler/load_gate.hpp"
 #include "handler/version.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +28,7 @@ enum class LoadError {
     bad_descriptor,
     init_failed,  ///< init returned nonzero or threw
     io_error,     ///< the private copy could not be written
+    gated,        ///< the load gate said no (fenced, or it failed when tried elsewhere)
 };
 
 struct LoadResult {
@@ -42,6 +45,11 @@ public:
     ~HandlerLoader();
     HandlerLoader(const HandlerLoader&) = delete;
     HandlerLoader& operator=(const HandlerLoader&) = delete;
+
+    /// Asked before each dlopen (null: none).
+    void set_gate(LoadGate* gate) { gate_ = gate; }
+    /// Told as loading enters each phase (load, init), for a process that reports them.
+    void on_phase(std::function<void(HandlerPhase)> observer) { on_phase_ = std::move(observer); }
 
     /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
     LoadResult load(const std::string& name, const std::filesystem::path& file);
@@ -61,6 +69,8 @@ private:
     std::filesystem::path scratch_dir_;
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
+    LoadGate* gate_ = nullptr;
+    std::function<void(HandlerPhase)> on_phase_;
 };
 
 }  // namespace cspd

@@ -14,13 +14,17 @@ HandlerVersion::HandlerVersion(std::string name, std::uint64_t sequence, Handler
 
 HandlerVersion::~HandlerVersion() {
     if (entry_.cleanup) {
+        RunningHandler marker(label_, HandlerPhase::cleanup);
         try {
             entry_.cleanup(state_);
         } catch (...) {
             spdlog::error("handler {}: cleanup threw an exception; unloading anyway", describe());
         }
     }
-    library_.reset();
+    {
+        RunningHandler marker(label_, HandlerPhase::unload);  // static destructors run in dlclose
+        library_.reset();
+    }
     spdlog::info("handler {}: unloaded", describe());
 }
 

@@ -35,6 +35,9 @@ struct Config {
     unsigned blocking_threads = 64;      ///< per worker, for CSP_BLOCKING_HANDLER calls
     std::size_t blocking_queue = 1024;   ///< calls waiting for one of them; past it: 503
     unsigned pending_timeout_s = 60;     ///< a deferred reply not finished by then: 504
+    unsigned init_timeout_s = 10;        ///< loading and init (and cleanup) of a version tried this long at most
+    bool vet_handlers = true;            ///< try each new version in a short-lived process first
+    std::size_t worker_max_rss_mib = 0;  ///< a worker over this is replaced gracefully; 0 = off
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

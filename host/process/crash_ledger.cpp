@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <csignal>
+#include <cstring>
 
 namespace cspd {
 
@@ -21,19 +22,29 @@ VersionKey running_version(const LoopSlot& slot, std::uint32_t running) {
     return {info.name, info.size, info.content_hash};
 }
 
-std::vector<VersionKey> blame_for_death(const LoopSlot* slots, unsigned count, int status) {
+std::vector<Blamed> blame_for_death(const LoopSlot* slots, unsigned count, int status) {
+    if (count > 0) {
+        const DeathBlame& named = slots[0].blame;
+        if (const auto phase = named.phase.load(std::memory_order_acquire); phase != 0) {
+            char name[sizeof named.name];
+            std::memcpy(name, named.name, sizeof name);
+            name[sizeof name - 1] = '\0';
+            return {{{name, named.size, named.content_hash}, static_cast<HandlerPhase>(phase)}};
+        }
+    }
     bool reported = false;
     for (unsigned t = 0; t < count; ++t)
         reported |= slots[t].crashed.load() != 0 || slots[t].crashed_elsewhere.load() != 0;
-    const bool crash_like = WIFSIGNALED(status) ? is_fault_signal(WTERMSIG(status)) : WEXITSTATUS(status) != 0;
-    std::vector<VersionKey> blamed;
+    // Any death while a call runs is the call's doing (a fault, _exit()), but a SIGKILL from outside.
+    const bool crash_like = !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    std::vector<Blamed> blamed;
     for (unsigned t = 0; t < count; ++t) {
         const LoopSlot& slot = slots[t];
         const bool in_handler = slot.handler_started_ns.load() != 0;
         const bool faulted = reported ? slot.crashed.load() != 0 : crash_like;
         if (!faulted || !in_handler) continue;
         if (VersionKey key = running_version(slot, slot.running_handler.load()); !key.name.empty())
-            blamed.push_back(std::move(key));
+            blamed.push_back({std::move(key), HandlerPhase::call});
     }
     return blamed;
 }
@@ -50,6 +61,15 @@ void CrashLedger::count(const VersionKey& key) {
     spdlog::error("handler {} (version of {} bytes, fnv {:016x}) crashed {} times within {} s: quarantined in "
                   "every worker; /csp/{} answers 503 until a new version of {}.so is dropped in",
                   key.name, key.size, key.hash, times.size(), window_.count(), key.name, key.name);
+}
+
+void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
+    if (CrashCount* crashes = counter(key.name)) bump(crashes->crashes);
+    if (quarantine_phase(stats_, key.name, key.size, key.hash) == static_cast<std::uint32_t>(phase)) return;
+    add_to_quarantine(stats_, key.name, key.size, key.hash, static_cast<std::uint32_t>(phase));
+    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) crashed a worker {}: fenced; no worker loads "
+                  "this version again (drop in a fixed {}.so)",
+                  key.name, key.size, key.hash, phase_text(phase), key.name);
 }
 
 CrashCount* CrashLedger::counter(const std::string& name) {

@@ -25,11 +25,18 @@ struct VersionKey {
 /// The version the handler `running` (index + 1 into slot.handlers) of `slot` refers to; empty name if none.
 VersionKey running_version(const LoopSlot& slot, std::uint32_t running);
 
+struct Blamed {
+    VersionKey key;
+    HandlerPhase phase = HandlerPhase::call;
+};
+
 /// The handler versions to blame for the death (waitpid `status`) of the worker whose loops
-/// are `slots`: the handler a loop was running, if that loop's thread reported the crash, or,
-/// when no thread could report (a sanitizer took the signal), if the death looks like a crash.
-/// A SIGKILL from an operator or the OOM killer blames nobody.
-std::vector<VersionKey> blame_for_death(const LoopSlot* slots, unsigned count, int status);
+/// are `slots`: the one its dying thread named (the crash reporter or the exit hook, in any
+/// phase of a handler's life); else the handler a loop was running, if that loop's thread
+/// reported the crash, or, when no thread could (a sanitizer took the signal, _exit()), for any
+/// death while the call was marked. A SIGKILL from an operator or the OOM killer blames nobody
+/// the process did not name itself.
+std::vector<Blamed> blame_for_death(const LoopSlot* slots, unsigned count, int status);
 
 /// True for the signals a crashing handler dies of.
 bool is_fault_signal(int signal);
@@ -42,6 +49,9 @@ public:
 
     /// Counts one crash of `key`; quarantines it when that makes K within the window.
     void count(const VersionKey& key);
+    /// Fences `key` at once: it crashed a worker while loading or in init, and would crash every
+    /// worker that loads it. No worker loads it again.
+    void fence(const VersionKey& key, HandlerPhase phase);
 
 private:
     CrashCount* counter(const std::string& name);

@@ -1,15 +1,19 @@
 #include "process/crash_reporter.hpp"
 
 #include "common/crash_context.hpp"
+#include "common/handler_code.hpp"
 
 #include <execinfo.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <cstdlib>
 
 namespace cspd {
 namespace {
@@ -36,8 +40,32 @@ void write_all(const char* text, std::size_t size) {
     }
 }
 
-void on_fatal_signal(int signal, siginfo_t* info, void*) {
+/// The handler whose code faulted or called into what faulted, for a fault on a thread with no
+/// mark (one the handler started): the faulting instruction first, then the backtrace.
+const HandlerLabel* handler_in_frames(void* ucontext, void* const* frames, int depth) {
+    if (ucontext) {
+#if defined(__x86_64__)
+        const auto* uc = static_cast<const ucontext_t*>(ucontext);
+        if (const HandlerLabel* h = handler_code_at(static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP])))
+            return h;
+#elif defined(__aarch64__)
+        const auto* uc = static_cast<const ucontext_t*>(ucontext);
+        if (const HandlerLabel* h = handler_code_at(static_cast<std::uintptr_t>(uc->uc_mcontext.pc))) return h;
+#endif
+    }
+    for (int i = 0; i < depth; ++i)
+        if (const HandlerLabel* h = handler_code_at(reinterpret_cast<std::uintptr_t>(frames[i]))) return h;
+    return nullptr;
+}
+
+void on_fatal_signal(int signal, siginfo_t* info, void* ucontext) {
     ThreadCrashContext& context = this_thread_crash_context();
+    void* frames[64];
+    const int depth = ::backtrace(frames, 64);
+    const HandlerLabel* handler = context.running;
+    HandlerPhase phase = context.phase;
+    if (!handler && (handler = handler_in_frames(ucontext, frames, depth))) phase = HandlerPhase::thread;
+    if (handler) blame_for_this_death(*handler, phase, static_cast<std::uint32_t>(signal));
     // Lock-free atomics: async-signal-safe. A thread with no slot of its own (watcher,
     // compiler) flags the process, so that the master blames no handler for it.
     if (context.crash_flag)
@@ -63,14 +91,13 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
         client.fd = -1;
     }
     char line[512];
-    const HandlerLabel* handler = context.running;
     int n;
     if (handler) {
         n = std::snprintf(line, sizeof line,
                           "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64 " (%" PRIu64
-                          " bytes, fnv %016" PRIx64 "), pid %d\n",
+                          " bytes, fnv %016" PRIx64 ") %s, pid %d\n",
                           signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name, handler->sequence,
-                          handler->size, handler->content_hash, static_cast<int>(::getpid()));
+                          handler->size, handler->content_hash, phase_text(phase), static_cast<int>(::getpid()));
     } else {
         n = std::snprintf(line, sizeof line,
                           "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n", signal,
@@ -79,15 +106,32 @@ void on_fatal_signal(int signal, siginfo_t* info, void*) {
     if (n > 0)
         write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
     write_all("cspd: backtrace:\n", 17);
-    void* frames[64];
-    int depth = ::backtrace(frames, 64);
     ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
     // Die of the same signal, so that the exit status tells the truth.
     ::signal(signal, SIG_DFL);
     ::raise(signal);
 }
 
+void on_exit_during_handler() {
+    const ThreadCrashContext& context = this_thread_crash_context();
+    const HandlerLabel* handler = context.running;
+    if (!handler) return;
+    blame_for_this_death(*handler, context.phase, 0);
+    char line[384];
+    const int n = std::snprintf(line, sizeof line,
+                                "\ncspd: EXIT: handler %s.so#%" PRIu64 " (%" PRIu64 " bytes, fnv %016" PRIx64
+                                ") called exit() %s; pid %d dies with it\n",
+                                handler->name, handler->sequence, handler->size, handler->content_hash,
+                                phase_text(context.phase), static_cast<int>(::getpid()));
+    if (n > 0) write_all(line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
+}
+
 }  // namespace
+
+void install_exit_blame() {
+    std::atexit(on_exit_during_handler);
+    std::at_quick_exit(on_exit_during_handler);
+}
 
 void install_crash_reporter() {
     void* warm_up[1];

@@ -10,4 +10,9 @@ namespace cspd {
 /// Installs the signal handlers (on an alternate stack, so a stack overflow is reported too).
 void install_crash_reporter();
 
+/// A handler that calls exit() or quick_exit() during a call (or another marked phase) is
+/// named in the log and blamed for its worker's death. (_exit() runs no hook: the master
+/// blames it from the call's mark.)
+void install_exit_blame();
+
 }  // namespace cspd

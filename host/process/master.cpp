@@ -109,6 +109,7 @@ private:
             slot.ready.store(0);
             slot.crashed.store(0);
             slot.crashed_elsewhere.store(0);
+            slot.blame.phase.store(0);
             slot.handler_started_ns.store(0);
             slot.thread_id.store(0);
             slot.started_unix_ms.store(unix_now_ms());
@@ -165,7 +166,7 @@ private:
         worker.pid = 0;
         worker.died_ns = monotonic_now_ns();
         LoopSlot* slots = slots_of(index);
-        const std::vector<VersionKey> blamed = blame_for_death(slots, config_.threads, status);
+        const std::vector<Blamed> blamed = blame_for_death(slots, config_.threads, status);
         for (unsigned t = 0; t < config_.threads; ++t) {
             slots[t].pid.store(0);
             slots[t].open_connections.store(0);
@@ -181,9 +182,17 @@ private:
         }
         spdlog::log(clean ? spdlog::level::warn : spdlog::level::err, "worker {} (pid {}) {}{}; starting a replacement",
                     index, pid, describe_exit(status),
-                    blamed.empty() ? "" : " while handler " + blamed.front().name + " was running");
-        if (!worker.watchdog.fired)  // the watchdog has already counted its own kill
-            for (const auto& key : blamed) ledger_.count(key);
+                    blamed.empty() ? ""
+                                   : std::string(" while handler ") + blamed.front().key.name + " was running, " +
+                                         phase_text(blamed.front().phase));
+        if (!worker.watchdog.fired) {  // the watchdog has already counted its own kill
+            for (const auto& [key, phase] : blamed) {
+                if (phase == HandlerPhase::load || phase == HandlerPhase::init)
+                    ledger_.fence(key, phase);
+                else
+                    ledger_.count(key);
+            }
+        }
 
         bump(stats_.worker_restarts);
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].restarts.fetch_add(1);

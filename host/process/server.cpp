@@ -6,6 +6,8 @@
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
 #include "handler/watcher.hpp"
+#include "process/crash_reporter.hpp"
+#include "process/handler_vetting.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "routing/static_files.hpp"
@@ -68,6 +70,8 @@ int Server::run() {
     }
 
     set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
+    set_process_death_blame(&stats.slots[first_slot].blame);
+    install_exit_blame();  // exit() in a handler's call is blamed on it
     // Declared before the loops: it outlives them, and its threads post into their inboxes.
     BlockingPool blocking(config_.blocking_threads, config_.blocking_queue, &stats.slots[first_slot]);
     std::vector<std::unique_ptr<EventLoop>> loops;
@@ -100,6 +104,9 @@ int Server::run() {
     asio::signal_set requests(control, SIGHUP, SIGUSR1);
     unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
     HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
+    // Each new version is tried in a short-lived process before this one loads it.
+    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats);
+    if (config_.vet_handlers) loader.set_gate(&vetting);
     HandlerRegistry registry;
     for (auto& loop : loops) {
         EventLoop* target = loop.get();

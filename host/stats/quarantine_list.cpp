@@ -7,7 +7,8 @@
 
 namespace cspd {
 
-void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept {
+void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash,
+                       std::uint32_t phase) noexcept {
     std::uint32_t count = 0;
     stats.quarantine.write([&](QuarantineList& list) {
         if (list.count == kMaxQuarantined) {
@@ -19,23 +20,29 @@ void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t 
         entry.size = size;
         entry.content_hash = hash;
         entry.since_unix_ms = unix_now_ms();
+        entry.phase = phase;
         count = list.count;
     });
     stats.quarantined.store(count, std::memory_order_release);
 }
 
-bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept {
-    if (stats.quarantined.load(std::memory_order_relaxed) == 0 || name.size() >= kStatsNameBytes) return false;
-    return stats.quarantine.visit([&](const QuarantineList& list) {
+std::uint32_t quarantine_phase(const SharedStats& stats, std::string_view name, std::uint64_t size,
+                               std::uint64_t hash) noexcept {
+    if (stats.quarantined.load(std::memory_order_relaxed) == 0 || name.size() >= kStatsNameBytes) return 0;
+    return stats.quarantine.visit([&](const QuarantineList& list) -> std::uint32_t {
         const std::uint32_t count = std::min(list.count, kMaxQuarantined);
         for (std::uint32_t i = 0; i < count; ++i) {
             const QuarantineEntry& entry = list.entries[i];
             if (entry.content_hash == hash && entry.size == size &&
                 std::strncmp(entry.name, name.data(), name.size()) == 0 && entry.name[name.size()] == '\0')
-                return true;
+                return entry.phase ? entry.phase : static_cast<std::uint32_t>(HandlerPhase::call);
         }
-        return false;
+        return 0;
     });
+}
+
+bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept {
+    return quarantine_phase(stats, name, size, hash) != 0;
 }
 
 }  // namespace cspd

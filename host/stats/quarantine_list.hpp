@@ -9,10 +9,16 @@
 
 namespace cspd {
 
-/// Adds a version (the master only); when the list is full the oldest entry makes room.
-void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept;
+/// Adds a version (the master only), fenced for crashes in `phase` (a HandlerPhase); when the
+/// list is full the oldest entry makes room.
+void add_to_quarantine(SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash,
+                       std::uint32_t phase = static_cast<std::uint32_t>(HandlerPhase::call)) noexcept;
 
 /// True if (name, size, hash) is in the list. One relaxed load while the list is empty.
 bool is_quarantined(const SharedStats& stats, std::string_view name, std::uint64_t size, std::uint64_t hash) noexcept;
+
+/// The phase (a HandlerPhase) a listed version was fenced for; 0 if it is not listed.
+std::uint32_t quarantine_phase(const SharedStats& stats, std::string_view name, std::uint64_t size,
+                               std::uint64_t hash) noexcept;
 
 }  // namespace cspd

@@ -5,6 +5,7 @@
 // alone writes the worker bookkeeping, the crash counts and the quarantine list.
 #pragma once
 
+#include "common/crash_context.hpp"
 #include "common/seqlock.hpp"
 #include "common/unique_fd.hpp"
 
@@ -73,6 +74,7 @@ struct LoopSlot {
     std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
+    DeathBlame blame;  // first slot only: the handler the dying process blamed, and the phase (reset by the master)
     Counter open_connections, accepted_connections;
     Counter replies_owed;                    // deferred and blocking calls not answered yet
     // The process's pool for blocking handlers, in its first slot (written under the pool's lock).
@@ -87,6 +89,7 @@ struct QuarantineEntry {
     char name[kStatsNameBytes]{};
     std::uint64_t size = 0, content_hash = 0;
     std::int64_t since_unix_ms = 0;
+    std::uint32_t phase = 0;  // a HandlerPhase: load or init means it is never loaded again; call: it answers 503
 };
 
 struct CrashCount {
