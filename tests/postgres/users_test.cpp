@@ -250,19 +250,27 @@ TEST_P(UsersTest, AClientLeavingMidQueryLeavesTheRestRight) {
 TEST_P(UsersTest, TheDatabaseGoingAwayGives503UntilItIsBack) {
     serve();
     const std::string id = create("kept");
-    auto waiting = std::make_unique<Sql>(postgres.conninfo());
-    waiting->value("BEGIN");
-    waiting->value("LOCK TABLE users IN ACCESS EXCLUSIVE MODE");
+    Sql locker(postgres.conninfo());
+    locker.value("BEGIN");
+    locker.value("LOCK TABLE users IN ACCESS EXCLUSIVE MODE");
     HttpClient in_flight(server->port(), 30s);
     in_flight.send(request("GET", base + "/" + id, ""));
     Sql watcher(postgres.conninfo());
     ASSERT_TRUE(eventually([&] { return watcher.value(kWaitingOnALock) == "1"; }, 10s));
 
-    postgres.stop();  // fast: every session is ended, the one mid-query too
+    // What a shutdown does to each session, done to the handler's alone: the lock stays held,
+    // so its query cannot have finished first (with the server stopped, the locker's end could
+    // let it).
+    const std::string terminate = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                  " WHERE application_name = '" + std::string(GetParam()) + "'";
+    EXPECT_NE(watcher.value(terminate.c_str()), "0");
     auto cut = in_flight.read_response();
-    ASSERT_TRUE(cut) << "no answer for the query the database dropped";
+    ASSERT_TRUE(cut) << "no answer for the query whose connection was lost";
     EXPECT_EQ(cut->status, 503) << cut->body;
     EXPECT_EQ(cut->header("retry-after"), "1");
+    locker.value("COMMIT");
+
+    postgres.stop();
     for (const char* method : {"GET", "DELETE"}) EXPECT_EQ(call(in_flight, method, base + "/" + id)->status, 503);
     EXPECT_EQ(call(in_flight, "POST", base, R"({"name":"x","email":"y"})")->status, 503);
     EXPECT_TRUE(server->wait_for_log("the database is unavailable"));
