@@ -119,8 +119,8 @@ std::string describe_death(int status) {
 
 }  // namespace
 
-HandlerVetting::HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats)
-    : init_timeout_(init_timeout), stats_(stats) {}
+HandlerVetting::HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions)
+    : init_timeout_(init_timeout), stats_(stats), try_versions_(try_versions) {}
 
 GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem::path& image,
                                   const HandlerFileIdentity& file) {
@@ -131,6 +131,7 @@ GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem
         if (phase == HandlerPhase::load || phase == HandlerPhase::init)
             return {false, true, std::string("fenced: this version crashed a worker ") + phase_text(phase)};
     }
+    if (!try_versions_) return {};
     GateVerdict verdict = vet(name, image);
     if (verdict.fenced) fenced_[key] = verdict;
     return verdict;

@@ -21,8 +21,9 @@ struct SharedStats;
 
 class HandlerVetting final : public LoadGate {
 public:
-    /// `stats`: the shared segment, for the master's fences (may be null).
-    HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats);
+    /// `stats`: the shared segment, for the master's fences (may be null). Without `try_versions`
+    /// (--no-vetting) only those fences are checked.
+    HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions = true);
 
     GateVerdict check(const std::string& name, const std::filesystem::path& image,
                       const HandlerFileIdentity& file) override;
@@ -33,6 +34,7 @@ private:
 
     std::chrono::seconds init_timeout_;
     const SharedStats* stats_;
+    bool try_versions_;
     std::map<Key, GateVerdict> fenced_;  // what failed here stays refused
 };
 

@@ -104,9 +104,10 @@ int Server::run() {
     asio::signal_set requests(control, SIGHUP, SIGUSR1);
     unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
     HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
-    // Each new version is tried in a short-lived process before this one loads it.
-    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats);
-    if (config_.vet_handlers) loader.set_gate(&vetting);
+    // Each new version is tried in a short-lived process before this one loads it (unless
+    // --no-vetting), and none the master has fenced is loaded.
+    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers);
+    loader.set_gate(&vetting);
     HandlerRegistry registry;
     for (auto& loop : loops) {
         EventLoop* target = loop.get();

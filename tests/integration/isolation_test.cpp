@@ -1,0 +1,222 @@
+// A handler cannot take the host down, whatever it does and whenever it does it: a static
+// constructor that faults, an init that hangs or faults, exit() in a call, a fault on a thread
+// of its own, a fault in cleanup. Meanwhile /csp/hello keeps answering (a client thread counts
+// every failure), bad versions are refused or quarantined with the phase in the log and in
+// /-/status, a fixed version lifts that, and the worker restart count stops growing.
+#include "http_client.hpp"
+#include "temp_dir.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+/// Asks for /csp/hello, on new connections, until destroyed; counts what was not a 200.
+class HelloWatch {
+public:
+    explicit HelloWatch(unsigned short port)
+        : thread_([this, port] {
+              while (!stop_) {
+                  auto r = fetch(port, "/csp/hello");
+                  ++(r && r->status == 200 ? answered_ : failed_);
+                  std::this_thread::sleep_for(2ms);
+              }
+          }) {}
+    ~HelloWatch() { finish(); }
+    void finish() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    int answered() const { return answered_; }
+    int failed() const { return failed_; }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::atomic<int> answered_{0}, failed_{0};
+    std::thread thread_;
+};
+
+nlohmann::json status(const TestServer& server) {
+    return nlohmann::json::parse(fetch(server.port(), "/-/status").value_or(HttpResponse{}).body);
+}
+
+nlohmann::json handler_status(const TestServer& server, const std::string& name) {
+    const nlohmann::json all = status(server);  // kept: the loop below reads into it
+    for (const auto& h : all.at("handlers"))
+        if (h.at("name") == name) return h;
+    return {};
+}
+
+double restarts(const TestServer& server) { return status(server).at("worker_restarts").get<double>(); }
+
+class Isolation : public ::testing::Test {
+protected:
+    explicit Isolation(std::vector<std::string> args = {"--workers", "2"}) : server(std::move(args)) {
+        install_by_rename(shipped_handler("hello.so"), server.handlers() / "hello.so");
+        EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/hello").value_or(HttpResponse{}).status == 200; },
+                               5s));
+    }
+    void drop(const std::string& file, const std::string& as = "") {
+        install_by_rename(test_handler(file), server.handlers() / (as.empty() ? file : as));
+    }
+    /// Waits for `name` to be refused with a reason holding `why`, in the log and in /-/status.
+    ::testing::AssertionResult refused_for(const std::string& name, const std::string& why) {
+        if (!server.wait_for_log("handler " + name + ": refused", 10s))
+            return ::testing::AssertionFailure() << "no refusal logged:\n" << server.log();
+        if (!server.wait_for_log(why, 5s)) return ::testing::AssertionFailure() << "no '" << why << "':\n" << server.log();
+        nlohmann::json h;
+        const bool shown = eventually(
+            [&] {
+                h = handler_status(server, name);
+                return !h.is_null() && h.value("state", "") == "refused" &&
+                       h.value("last_refusal", "").find(why) != std::string::npos;
+            },
+            5s);
+        if (!shown)
+            return ::testing::AssertionFailure() << "/-/status shows " << h.dump() << " of "
+                                                 << fetch(server.port(), "/-/status").value_or(HttpResponse{}).raw;
+        return ::testing::AssertionSuccess();
+    }
+    /// A good version dropped under the same name is served: the fence was that version's only.
+    ::testing::AssertionResult fixed_version_lifts(const std::string& name) {
+        drop("echo.so", name + ".so");
+        if (!eventually([&] { return fetch(server.port(), "/csp/" + name).value_or(HttpResponse{}).status == 200; }, 10s))
+            return ::testing::AssertionFailure() << "the fixed version is not served:\n" << server.log();
+        return ::testing::AssertionSuccess();
+    }
+    TestServer server;
+};
+
+TEST_F(Isolation, AStaticConstructorThatFaultsIsFencedWithoutAWorkerDying) {
+    HelloWatch hello(server.port());
+    drop("ctor_fault.so");
+    EXPECT_TRUE(refused_for("ctor_fault", "fenced: crashed while loading"));
+    EXPECT_TRUE(server.wait_for_log("in handler ctor_fault.so#"));  // the vetting process's crash report
+    EXPECT_EQ(fetch(server.port(), "/csp/ctor_fault")->status, 404);
+    EXPECT_TRUE(fixed_version_lifts("ctor_fault"));
+    hello.finish();
+    EXPECT_EQ(hello.failed(), 0);
+    EXPECT_GT(hello.answered(), 0);
+    EXPECT_EQ(restarts(server), 0);
+}
+
+TEST_F(Isolation, AnInitThatFaultsIsFenced) {
+    HelloWatch hello(server.port());
+    drop("init_fault.so");
+    EXPECT_TRUE(refused_for("init_fault", "fenced: crashed in init"));
+    EXPECT_TRUE(fixed_version_lifts("init_fault"));
+    hello.finish();
+    EXPECT_EQ(hello.failed(), 0);
+    EXPECT_EQ(restarts(server), 0);
+}
+
+class ShortInitTimeout : public Isolation {
+protected:
+    ShortInitTimeout() : Isolation({"--workers", "2", "--init-timeout", "1"}) {}
+};
+
+TEST_F(ShortInitTimeout, AnInitThatNeverReturnsIsRefusedAndStopped) {
+    HelloWatch hello(server.port());
+    drop("init_hang.so");
+    EXPECT_TRUE(refused_for("init_hang", "did not return in init within 1 s (--init-timeout)"));
+    // Reloads go on for every other handler, and nothing is left spinning: the vetting process is gone.
+    drop("echo.so");
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; }, 10s));
+    for (pid_t worker : server.worker_pids()) {
+        std::ifstream children("/proc/" + std::to_string(worker) + "/task/" + std::to_string(worker) + "/children");
+        std::string left;
+        std::getline(children, left);
+        EXPECT_EQ(left, "") << "worker " << worker << " still has children";
+    }
+    hello.finish();
+    EXPECT_EQ(hello.failed(), 0);
+    EXPECT_EQ(restarts(server), 0);
+}
+
+class Unvetted : public Isolation {
+protected:
+    Unvetted() : Isolation({"--workers", "2", "--no-vetting"}) {}
+};
+
+TEST_F(Unvetted, AVersionThatCrashesWorkersWhileLoadingIsFencedWithoutACrashLoop) {
+    // No vetting: each worker loads it itself and dies in its constructor. The crash report names the
+    // phase, the master fences the version, and the restarted workers refuse it.
+    HelloWatch hello(server.port());
+    drop("ctor_fault.so");
+    ASSERT_TRUE(server.wait_for_log("crashed a worker while loading (static constructors): fenced", 10s)) << server.log();
+    EXPECT_TRUE(refused_for("ctor_fault", "fenced: this version crashed a worker while loading"));
+    const double after_fence = restarts(server);
+    EXPECT_LE(after_fence, 2);  // each worker died at most once
+    std::this_thread::sleep_for(1s);
+    EXPECT_EQ(restarts(server), after_fence);  // and never again
+    EXPECT_TRUE(fixed_version_lifts("ctor_fault"));
+    hello.finish();
+    EXPECT_LE(hello.failed(), 2);  // at most what was in flight on the dying workers
+    EXPECT_GT(hello.answered(), 0);
+}
+
+class FewCrashes : public Isolation {
+protected:
+    FewCrashes() : Isolation({"--workers", "2", "--quarantine-crashes", "3"}) {}
+};
+
+TEST_F(FewCrashes, ExitInACallIsACrashOfThatHandler) {
+    drop("exit_call.so");
+    ASSERT_TRUE(server.wait_for_log("handler exit_call: loaded"));
+    HelloWatch hello(server.port());
+    int dead = 0;
+    for (const char* how : {"exit", "_exit", "quick_exit"}) {
+        SCOPED_TRACE(how);
+        const double before = restarts(server);
+        HttpClient client(server.port());
+        client.send(std::string("GET /csp/exit_call?how=") + how + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        EXPECT_FALSE(client.read_response());  // its worker died under it
+        EXPECT_TRUE(eventually([&] { return restarts(server) > before; }, 5s));
+        ++dead;
+        EXPECT_TRUE(server.wait_for_log("while handler exit_call was running, in a call", 5s)) << server.log();
+    }
+    EXPECT_TRUE(server.wait_for_log("called exit() in a call"));  // the exit hook's line, for exit and quick_exit
+    // Three crashes: quarantined, so no client can go on killing workers with it.
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/exit_call").value_or(HttpResponse{}).status == 503; },
+                           5s));
+    EXPECT_EQ(handler_status(server, "exit_call").value("state", ""), "quarantined");
+    const double settled = restarts(server);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(fetch(server.port(), "/csp/exit_call?how=_exit")->status, 503);
+    EXPECT_EQ(restarts(server), settled);
+    hello.finish();
+    EXPECT_LE(hello.failed(), dead);
+}
+
+TEST_F(FewCrashes, AFaultOnAThreadOfTheHandlersOwnIsBlamedOnIt) {
+    drop("thread_fault.so");
+    ASSERT_TRUE(server.wait_for_log("handler thread_fault: loaded"));
+    EXPECT_EQ(fetch(server.port(), "/csp/thread_fault")->status, 200);  // the call itself is fine
+    EXPECT_TRUE(server.wait_for_log("in handler thread_fault.so#", 5s)) << server.log();
+    EXPECT_TRUE(server.wait_for_log("on a thread of its own", 5s));
+    EXPECT_TRUE(server.wait_for_log("while handler thread_fault was running, on a thread of its own", 5s))
+        << server.log();
+    EXPECT_TRUE(eventually([&] { return handler_status(server, "thread_fault").value("crashes", 0) >= 1; }, 5s));
+}
+
+TEST_F(FewCrashes, AFaultInCleanupIsBlamedOnItsHandler) {
+    drop("cleanup_fault.so");  // vetting passes: it faults only once it has served a request
+    ASSERT_TRUE(server.wait_for_log("handler cleanup_fault: loaded"));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(fetch(server.port(), "/csp/cleanup_fault")->status, 200);  // both workers
+    HelloWatch hello(server.port());
+    std::filesystem::remove(server.handlers() / "cleanup_fault.so");  // unloaded: cleanup runs, and faults
+    EXPECT_TRUE(server.wait_for_log("while handler cleanup_fault was running, in cleanup", 10s)) << server.log();
+    EXPECT_TRUE(eventually([&] { return handler_status(server, "cleanup_fault").value("crashes", 0) >= 1; }, 5s));
+    hello.finish();
+    EXPECT_LE(hello.failed(), 2);
+}
+
+}  // namespace
+}  // namespace cspd::test
