@@ -127,6 +127,7 @@ Invocation parse_command_line(int argc, char** argv) {
     // Set by the master when it starts a worker; not for people.
     app.add_option("--worker-index", worker_index)->group("");
     app.add_option("--master-pid", master_pid)->group("");
+    app.add_option("--worker-slot", invocation.worker_slot)->group("");
     bool no_probes = false;
     app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
     bool insecure_handlers = false;

@@ -20,6 +20,7 @@ struct Invocation {
     std::optional<NewHandlerRequest> new_handler;  ///< `cspd new NAME`
     int worker_index = -1;                         ///< >= 0: started by the master as this worker
     pid_t master_pid = 0;
+    int worker_slot = -1;  ///< the first of its loops' slots (default: index × threads)
     std::optional<int> exit_code;  ///< set when parsing already decided (--help, --version, an error)
 };
 

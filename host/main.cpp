@@ -53,7 +53,10 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
     try {
         if (worker)
             return cspd::Server(std::move(config),
-                                cspd::WorkerRole{static_cast<unsigned>(invocation.worker_index), invocation.master_pid})
+                                cspd::WorkerRole{static_cast<unsigned>(invocation.worker_index), invocation.master_pid,
+                                                 static_cast<unsigned>(invocation.worker_slot >= 0
+                                                                           ? invocation.worker_slot
+                                                                           : invocation.worker_index * int(config.threads))})
                 .run();
         if (config.workers == 0) return cspd::Server(std::move(config)).run();
         return cspd::Master(std::move(config), std::vector<std::string>(argv, argv + argc)).run();

@@ -6,6 +6,7 @@
 #include "process/log_file.hpp"
 #include "process/restart_backoff.hpp"
 #include "process/watchdog.hpp"
+#include "process/worker_memory.hpp"
 #include "process/worker_role.hpp"
 #include "process/worker_spawner.hpp"
 #include "routing/static_files.hpp"
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <cstring>
 
 namespace cspd {
@@ -47,6 +49,15 @@ struct Worker {
     Watchdog::Mark watchdog;
     bool announced = false;    // "ready" logged for this pid
     std::int64_t died_ns = 0;  // CLOCK_MONOTONIC when the previous one was reaped
+    unsigned bank = 0;         // which set of slots it writes (see Supervisor::slots_of)
+    // --worker-max-rss: the process that takes over, starting in the other bank, until it is ready.
+    pid_t successor = 0;
+    Clock::time_point next_memory_check{};
+};
+
+/// A process that was replaced and is draining: reaped without a restart.
+struct Retiring {
+    unsigned index = 0, bank = 0;
 };
 
 /// The listening sockets, opened here so that they outlive any worker.
@@ -81,7 +92,12 @@ public:
         workers_.resize(config_.workers);
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
-        stats_.slot_count.store(config_.loops_total());
+        // A worker over --worker-max-rss hands over to a successor that writes the other bank of slots.
+        banks_ = config_.worker_max_rss_mib > 0 && 2 * config_.loops_total() <= kMaxSlots ? 2 : 1;
+        if (config_.worker_max_rss_mib > 0 && banks_ == 1)
+            spdlog::warn("--worker-max-rss: too many event loops for a successor to start beside a worker; an "
+                         "oversized worker drains before its replacement starts");
+        stats_.slot_count.store(banks_ * config_.loops_total());
     }
 
     int run() {
@@ -96,14 +112,27 @@ public:
     }
 
 private:
-    LoopSlot* slots_of(unsigned index) { return &stats_.slots[index * config_.threads]; }
+    unsigned first_slot(unsigned index, unsigned bank) const { return (bank * config_.workers + index) * config_.threads; }
+    LoopSlot* slots_of(unsigned index, unsigned bank) { return &stats_.slots[first_slot(index, bank)]; }
+    LoopSlot* slots_of(unsigned index) { return slots_of(index, workers_[index].bank); }
 
     // --- workers ---------------------------------------------------------------------
 
     void spawn(unsigned index) {
-        if (stopping_) return;
+        const pid_t pid = start_process(index, workers_[index].bank);
+        if (pid < 0) return;
+        Worker& worker = workers_[index];
+        worker.pid = pid;
+        worker.started = Clock::now();
+        worker.watchdog = {};
+        worker.announced = false;
+    }
+
+    /// Starts worker `index`'s process writing slot bank `bank`; -1 if it cannot be (retried).
+    pid_t start_process(unsigned index, unsigned bank) {
+        if (stopping_) return -1;
         // The slots are reset before the worker exists: it may mark itself ready before posix_spawn returns.
-        LoopSlot* slots = slots_of(index);
+        LoopSlot* slots = slots_of(index, bank);
         for (unsigned t = 0; t < config_.threads; ++t) {
             LoopSlot& slot = slots[t];
             slot.ready.store(0);
@@ -115,19 +144,15 @@ private:
             slot.started_unix_ms.store(unix_now_ms());
         }
         int error = 0;
-        const pid_t pid = spawner_.spawn(index, error);
+        const pid_t pid = spawner_.spawn(index, first_slot(index, bank), error);
         if (pid < 0) {
             spdlog::error("cannot start worker {}: {}; trying again in 1 s", index, std::strerror(error));
-            schedule_spawn(index, 1s);
-            return;
+            if (bank == workers_[index].bank) schedule_spawn(index, 1s);
+            return -1;
         }
-        Worker& worker = workers_[index];
-        worker.pid = pid;
-        worker.started = Clock::now();
-        worker.watchdog = {};
-        worker.announced = false;
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].pid.store(pid);
         spdlog::debug("worker {} started as pid {}", index, pid);
+        return pid;
     }
 
     void schedule_spawn(unsigned index, Clock::duration delay) {
@@ -154,8 +179,15 @@ private:
             int status = 0;
             const pid_t pid = ::waitpid(-1, &status, WNOHANG);
             if (pid <= 0) break;
-            for (unsigned i = 0; i < workers_.size(); ++i)
-                if (workers_[i].pid == pid) on_worker_exit(i, status);
+            if (auto it = retiring_.find(pid); it != retiring_.end()) {
+                on_retired_exit(pid, it->second, status);
+                retiring_.erase(it);
+                continue;
+            }
+            for (unsigned i = 0; i < workers_.size(); ++i) {
+                if (workers_[i].successor == pid) on_successor_exit(i, status);
+                else if (workers_[i].pid == pid) on_worker_exit(i, status);
+            }
         }
         if (stopping_ && live_workers() == 0) finish();
     }
@@ -196,12 +228,80 @@ private:
 
         bump(stats_.worker_restarts);
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].restarts.fetch_add(1);
+        if (worker.successor) {
+            // A successor is starting already (--worker-max-rss): it takes over, nothing else starts.
+            for (unsigned t = 0; t < config_.threads; ++t) slots[t].started_unix_ms.store(0);
+            worker.pid = std::exchange(worker.successor, 0);
+            worker.bank = 1 - worker.bank;
+            worker.started = Clock::now();
+            worker.watchdog = {};
+            worker.announced = false;
+            return;
+        }
         const Clock::duration delay = worker.backoff.after_death(worker.started);
         if (delay != Clock::duration::zero())
             spdlog::warn("worker {} keeps dying ({} times in a row); next start in {} ms", index,
                          worker.backoff.quick_deaths(),
                          std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
         schedule_spawn(index, delay);
+    }
+
+    // --- --worker-max-rss ---------------------------------------------------------------
+
+    /// Once a second per worker: one over the limit gets a successor, which takes over once ready.
+    void check_memory() {
+        if (config_.worker_max_rss_mib == 0 || stopping_) return;
+        const auto now = Clock::now();
+        for (unsigned i = 0; i < workers_.size(); ++i) {
+            Worker& worker = workers_[i];
+            if (!worker.pid || worker.successor || now < worker.next_memory_check) continue;
+            worker.next_memory_check = now + 1s;
+            const std::size_t rss = resident_mib(worker.pid);
+            if (rss <= config_.worker_max_rss_mib) continue;
+            spdlog::error("worker {} (pid {}) holds {} MiB, over --worker-max-rss {} MiB: replacing it gracefully; "
+                          "handlers whose calls ran in it: {}",
+                          i, worker.pid, rss, config_.worker_max_rss_mib, handlers_that_ran(slots_of(i), config_.threads));
+            worker.next_memory_check = now + 10s;  // a replacement that fails is not retried at once
+            if (banks_ == 1) {
+                ::kill(worker.pid, SIGTERM);  // it drains; its replacement starts when it has gone
+                continue;
+            }
+            const pid_t successor = start_process(i, 1 - worker.bank);
+            if (successor > 0) worker.successor = successor;
+        }
+    }
+
+    /// A successor is ready: it serves from now on, and the process it replaces drains.
+    void hand_over(unsigned index) {
+        Worker& worker = workers_[index];
+        const pid_t old = worker.pid;
+        retiring_[old] = {index, worker.bank};
+        ::kill(old, SIGTERM);
+        worker.pid = std::exchange(worker.successor, 0);
+        worker.bank = 1 - worker.bank;
+        worker.started = Clock::now();
+        worker.watchdog = {};
+        worker.announced = true;
+        spdlog::info("worker {}: pid {} took over; pid {} drains", index, worker.pid, old);
+    }
+
+    void on_retired_exit(pid_t pid, const Retiring& retired, int status) {
+        LoopSlot* slots = slots_of(retired.index, retired.bank);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            slots[t].pid.store(0);
+            slots[t].open_connections.store(0);
+            slots[t].started_unix_ms.store(0);  // a bank not in use: /-/status leaves it out
+        }
+        spdlog::info("worker {}: replaced pid {} drained and {}", retired.index, pid, describe_exit(status));
+    }
+
+    void on_successor_exit(unsigned index, int status) {
+        Worker& worker = workers_[index];
+        LoopSlot* slots = slots_of(index, 1 - worker.bank);
+        for (unsigned t = 0; t < config_.threads; ++t) slots[t].pid.store(0), slots[t].started_unix_ms.store(0);
+        spdlog::error("worker {}: the successor (pid {}) {} before it was ready; pid {} serves on", index,
+                      worker.successor, describe_exit(status), worker.pid);
+        worker.successor = 0;
     }
 
     unsigned live_workers() const {
@@ -222,6 +322,7 @@ private:
         tick_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
             check_ready();
+            check_memory();
             if (watchdog_.enabled())
                 for (unsigned i = 0; i < workers_.size(); ++i)
                     if (workers_[i].pid)
@@ -236,11 +337,17 @@ private:
             Worker& worker = workers_[i];
             bool ready = worker.pid != 0;
             for (unsigned t = 0; ready && t < config_.threads; ++t)
-                ready = stats_.slots[i * config_.threads + t].ready.load() != 0;
+                ready = slots_of(i)[t].ready.load() != 0;
+            if (worker.successor) {
+                bool successor_ready = true;
+                for (unsigned t = 0; successor_ready && t < config_.threads; ++t)
+                    successor_ready = slots_of(i, 1 - worker.bank)[t].ready.load() != 0;
+                if (successor_ready) hand_over(i);
+            }
             if (ready && !worker.announced) {
                 worker.announced = true;
                 if (announced_all_) {
-                    const std::int64_t ready_ns = stats_.slots[i * config_.threads].ready_ns.load();
+                    const std::int64_t ready_ns = slots_of(i)[0].ready_ns.load();
                     spdlog::info("worker {} (pid {}) replaced: serving {:.1f} ms after the old one was reaped", i,
                                  worker.pid, double(ready_ns - worker.died_ns) / 1e6);
                 }
@@ -322,6 +429,8 @@ private:
     asio::steady_timer tick_, deadline_;
     std::vector<asio::steady_timer> restart_timers_;
     std::vector<Worker> workers_;
+    std::map<pid_t, Retiring> retiring_;
+    unsigned banks_ = 1;
     bool stopping_ = false;
     bool quitting_ = false;
     bool announced_all_ = false;

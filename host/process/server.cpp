@@ -58,7 +58,7 @@ int Server::run() {
     // Alone, this process makes its own counters and sockets; a worker gets them from its master.
     SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create();
     SharedStats& stats = shared.stats();
-    const unsigned first_slot = role_ ? role_->index * config_.threads : 0;
+    const unsigned first_slot = role_ ? role_->first_slot : 0;
     if (first_slot + config_.threads > kMaxSlots)
         throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
     if (!role_) {

@@ -26,9 +26,10 @@ UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, unsigned threads) {
     return UniqueFd(high);
 }
 
-pid_t WorkerSpawner::spawn(unsigned index, int& error) const {
+pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) const {
     std::vector<std::string> args = argv_;
-    args.insert(args.end(), {"--worker-index", std::to_string(index), "--master-pid", std::to_string(::getpid())});
+    args.insert(args.end(), {"--worker-index", std::to_string(index), "--master-pid", std::to_string(::getpid()),
+                             "--worker-slot", std::to_string(first_slot)});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -24,7 +24,7 @@ public:
     static UniqueFd above_worker_fds(UniqueFd fd, unsigned threads);
 
     /// Starts worker `index`; its pid, or -1 with the reason in `error` (an errno value).
-    pid_t spawn(unsigned index, int& error) const;
+    pid_t spawn(unsigned index, unsigned first_slot, int& error) const;
 
     /// Closes the master's copies of the listening sockets: once the workers have closed
     /// theirs too, the port is free.

@@ -231,6 +231,8 @@ std::string render_status(const SharedStats& stats) {
         std::uint64_t requests = 0;
         for (const auto& count : slot.requests) requests += read(count);
         const std::int32_t pid = slot.pid.load(std::memory_order_relaxed);
+        // A bank of slots no process writes (a replaced worker's, or one never used) is left out.
+        if (!pid && slot.started_unix_ms.load(std::memory_order_relaxed) == 0) continue;
         workers.push_back({{"slot", s},
                            {"pid", pid},
                            {"state", pid ? "running" : "restarting"},

@@ -1,6 +1,6 @@
 // A handler cannot take the host down, whatever it does and whenever it does it: a static
 // constructor that faults, an init that hangs or faults, exit() in a call, a fault on a thread
-// of its own, a fault in cleanup. Meanwhile /csp/hello keeps answering (a client thread counts
+// of its own, a fault in cleanup, a leak past --worker-max-rss. Meanwhile /csp/hello keeps answering (a client thread counts
 // every failure), bad versions are refused or quarantined with the phase in the log and in
 // /-/status, a fixed version lifts that, and the worker restart count stops growing.
 #include "http_client.hpp"
@@ -230,6 +230,31 @@ TEST_F(FewCrashes, AFaultInCleanupIsBlamedOnItsHandler) {
     EXPECT_TRUE(eventually([&] { return handler_status(server, "cleanup_fault").value("crashes", 0) >= 1; }, 5s));
     hello.finish();
     EXPECT_LE(hello.failed(), 2);
+}
+
+class MemoryLimit : public Isolation {
+protected:
+    MemoryLimit() : Isolation({"--workers", "1", "--worker-max-rss", "96"}) {}
+};
+
+TEST_F(MemoryLimit, ALeakingWorkerIsReplacedGracefullyAndTheLeakNamed) {
+    drop("leak.so");
+    ASSERT_TRUE(server.wait_for_log("handler leak: loaded"));
+    const pid_t leaking = server.worker_pid();
+    HelloWatch hello(server.port());
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(fetch(server.port(), "/csp/leak?mb=16")->status, 200);  // 128 MiB kept
+    ASSERT_TRUE(server.wait_for_log("over --worker-max-rss 96 MiB: replacing it gracefully", 10s)) << server.log();
+    EXPECT_TRUE(server.wait_for_log("handlers whose calls ran in it:"));
+    EXPECT_NE(server.log().find("leak ("), std::string::npos) << server.log();
+    ASSERT_TRUE(server.wait_for_log("took over; pid " + std::to_string(leaking) + " drains", 10s)) << server.log();
+    EXPECT_TRUE(server.wait_for_log("replaced pid " + std::to_string(leaking) + " drained", 15s)) << server.log();
+    EXPECT_TRUE(eventually([&] { return server.worker_pid() != leaking && server.worker_pids().size() == 1; }, 5s));
+    hello.finish();
+    EXPECT_EQ(hello.failed(), 0);
+    EXPECT_GT(hello.answered(), 0);
+    EXPECT_EQ(restarts(server), 0);  // a replacement, not a crash
+    const nlohmann::json all = status(server);
+    EXPECT_EQ(all.at("workers").size(), 1u) << all.dump();
 }
 
 }  // namespace
