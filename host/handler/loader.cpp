@@ -287,8 +287,15 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     auto loaded = std::make_shared<LoadedLibrary>();
     boost::dll::shared_library* library = &loaded->library;
     boost::dll::fs::error_code ec;
+    struct PhaseDone {  // whichever way loading ends, observers hear it is over
+        const PhaseObserver& observer;
+        const HandlerLabel& label;
+        ~PhaseDone() {
+            if (observer) observer(HandlerPhase::none, label);
+        }
+    } phase_done{on_phase_, label};
     {
-        if (on_phase_) on_phase_(HandlerPhase::load);
+        if (on_phase_) on_phase_(HandlerPhase::load, label);
         RunningHandler marker(label, HandlerPhase::load);
         // RTLD_NOW: a missing symbol refuses the load now instead of crashing a request later.
         // RTLD_LOCAL: two handlers exporting the same symbol never collide.
@@ -311,7 +318,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     void* state = nullptr;
     if (check.init) {
         int rc = 0;
-        if (on_phase_) on_phase_(HandlerPhase::init);
+        if (on_phase_) on_phase_(HandlerPhase::init, label);
         RunningHandler marker(label, HandlerPhase::init);
         try {
             rc = check.init(&state);

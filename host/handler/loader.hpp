@@ -48,8 +48,10 @@ public:
 
     /// Asked before each dlopen (null: none).
     void set_gate(LoadGate* gate) { gate_ = gate; }
-    /// Told as loading enters each phase (load, init), for a process that reports them.
-    void on_phase(std::function<void(HandlerPhase)> observer) { on_phase_ = std::move(observer); }
+    /// Told as loading enters each phase (load, init) and leaves it (none), for a process that
+    /// reports them, or a master that times them.
+    using PhaseObserver = std::function<void(HandlerPhase, const HandlerLabel&)>;
+    void on_phase(PhaseObserver observer) { on_phase_ = std::move(observer); }
 
     /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
     LoadResult load(const std::string& name, const std::filesystem::path& file);
@@ -70,7 +72,7 @@ private:
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
     LoadGate* gate_ = nullptr;
-    std::function<void(HandlerPhase)> on_phase_;
+    PhaseObserver on_phase_;
 };
 
 }  // namespace cspd

@@ -67,7 +67,7 @@ void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
     if (CrashCount* crashes = counter(key.name)) bump(crashes->crashes);
     if (quarantine_phase(stats_, key.name, key.size, key.hash) == static_cast<std::uint32_t>(phase)) return;
     add_to_quarantine(stats_, key.name, key.size, key.hash, static_cast<std::uint32_t>(phase));
-    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) crashed a worker {}: fenced; no worker loads "
+    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) brought a worker down {}: fenced; no worker loads "
                   "this version again (drop in a fixed {}.so)",
                   key.name, key.size, key.hash, phase_text(phase), key.name);
 }

@@ -49,8 +49,8 @@ public:
 
     /// Counts one crash of `key`; quarantines it when that makes K within the window.
     void count(const VersionKey& key);
-    /// Fences `key` at once: it crashed a worker while loading or in init, and would crash every
-    /// worker that loads it. No worker loads it again.
+    /// Fences `key` at once: it crashed (or hung) a worker while loading or in init, and would do
+    /// so in every worker that loads it. No worker loads it again.
     void fence(const VersionKey& key, HandlerPhase phase);
 
 private:

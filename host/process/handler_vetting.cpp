@@ -129,7 +129,7 @@ GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem
     if (stats_) {
         const auto phase = static_cast<HandlerPhase>(quarantine_phase(*stats_, name, file.size, file.content_hash));
         if (phase == HandlerPhase::load || phase == HandlerPhase::init)
-            return {false, true, std::string("fenced: this version crashed a worker ") + phase_text(phase)};
+            return {false, true, std::string("fenced: this version brought a worker down ") + phase_text(phase)};
     }
     if (!try_versions_) return {};
     GateVerdict verdict = vet(name, image);
@@ -178,7 +178,9 @@ int run_vetting_child(int argc, char** argv) {
     try {
         const char* tmp = std::getenv("TMPDIR");
         HandlerLoader loader(tmp && *tmp ? tmp : "/tmp", false);  // the file is the caller's private copy
-        loader.on_phase([&](HandlerPhase phase) { say(phase == HandlerPhase::init ? "init" : "load"); });
+        loader.on_phase([&](HandlerPhase phase, const HandlerLabel&) {
+            if (phase != HandlerPhase::none) say(phase == HandlerPhase::init ? "init" : "load");
+        });
         LoadResult result = loader.load(argv[1], argv[2]);
         if (!result.version) {
             std::string reason = result.reason;

@@ -53,11 +53,15 @@ struct Worker {
     // --worker-max-rss: the process that takes over, starting in the other bank, until it is ready.
     pid_t successor = 0;
     Clock::time_point next_memory_check{};
+    std::int64_t stuck_load_since = 0;  // the loading_since_ns already dealt with (--init-timeout)
 };
 
-/// A process that was replaced and is draining: reaped without a restart.
+/// A process that was replaced and is draining: reaped without a restart, killed if it has not
+/// gone by `kill_at` (a thread stuck in a handler's init cannot drain).
 struct Retiring {
     unsigned index = 0, bank = 0;
+    Clock::time_point kill_at{};
+    bool killed = false;
 };
 
 /// The listening sockets, opened here so that they outlive any worker.
@@ -92,11 +96,12 @@ public:
         workers_.resize(config_.workers);
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
-        // A worker over --worker-max-rss hands over to a successor that writes the other bank of slots.
-        banks_ = config_.worker_max_rss_mib > 0 && 2 * config_.loops_total() <= kMaxSlots ? 2 : 1;
-        if (config_.worker_max_rss_mib > 0 && banks_ == 1)
-            spdlog::warn("--worker-max-rss: too many event loops for a successor to start beside a worker; an "
-                         "oversized worker drains before its replacement starts");
+        // A worker that must be replaced without a crash (--worker-max-rss, an init past
+        // --init-timeout) hands over to a successor that writes the other bank of slots.
+        banks_ = 2 * config_.loops_total() <= kMaxSlots ? 2 : 1;
+        if (banks_ == 1)
+            spdlog::warn("too many event loops for a successor to start beside a worker: a worker replaced for "
+                         "its memory or a stuck init stops before its replacement starts");
         stats_.slot_count.store(banks_ * config_.loops_total());
     }
 
@@ -262,12 +267,60 @@ private:
                           "handlers whose calls ran in it: {}",
                           i, worker.pid, rss, config_.worker_max_rss_mib, handlers_that_ran(slots_of(i), config_.threads));
             worker.next_memory_check = now + 10s;  // a replacement that fails is not retried at once
-            if (banks_ == 1) {
-                ::kill(worker.pid, SIGTERM);  // it drains; its replacement starts when it has gone
+            replace(i, SIGTERM);
+        }
+    }
+
+    /// A successor starts for worker `index` and takes over once ready; without a second bank of
+    /// slots, the worker is sent `signal` and replaced when it has gone.
+    void replace(unsigned index, int signal) {
+        Worker& worker = workers_[index];
+        if (banks_ == 1) {
+            ::kill(worker.pid, signal);
+            return;
+        }
+        const pid_t successor = start_process(index, 1 - worker.bank);
+        if (successor > 0) worker.successor = successor;
+    }
+
+    /// A worker whose loader has been in a handler's load or init for longer than --init-timeout:
+    /// that version is fenced (no worker loads it again) and the worker replaced, since its loader
+    /// thread is lost (and may burn a core) until the process ends.
+    void check_loading() {
+        if (config_.init_timeout_s == 0 || stopping_) return;
+        const std::int64_t now = monotonic_now_ns();
+        for (unsigned i = 0; i < workers_.size(); ++i) {
+            Worker& worker = workers_[i];
+            if (!worker.pid || worker.successor) continue;
+            const LoopSlot& first = slots_of(i)[0];
+            const std::int64_t since = first.loading_since_ns.load(std::memory_order_acquire);
+            if (since == 0 || since == worker.stuck_load_since ||
+                now - since < std::int64_t(config_.init_timeout_s) * 1'000'000'000)
                 continue;
-            }
-            const pid_t successor = start_process(i, 1 - worker.bank);
-            if (successor > 0) worker.successor = successor;
+            char name[sizeof first.loading.name];
+            std::memcpy(name, first.loading.name, sizeof name);
+            name[sizeof name - 1] = '\0';
+            const VersionKey key{name, first.loading.size, first.loading.content_hash};
+            const auto phase = static_cast<HandlerPhase>(first.loading.phase.load(std::memory_order_relaxed));
+            if (first.loading_since_ns.load(std::memory_order_acquire) != since) continue;  // it moved on meanwhile
+            worker.stuck_load_since = since;
+            spdlog::error("worker {} (pid {}): handler {} did not return {} within {} s (--init-timeout); replacing "
+                          "the worker",
+                          i, worker.pid, key.name, phase_text(phase), config_.init_timeout_s);
+            ledger_.fence(key, phase);
+            replace(i, SIGKILL);  // without a successor: a stuck loader cannot drain
+        }
+    }
+
+    /// Replaced workers that have not drained in time are killed.
+    void check_retiring() {
+        const auto now = Clock::now();
+        for (auto& [pid, retired] : retiring_) {
+            if (retired.killed || now < retired.kill_at) continue;
+            retired.killed = true;
+            spdlog::error("worker {}: replaced pid {} did not drain within --drain-timeout {} s: killing it",
+                          retired.index, pid, config_.drain_timeout_s);
+            ::kill(pid, SIGKILL);
         }
     }
 
@@ -275,7 +328,7 @@ private:
     void hand_over(unsigned index) {
         Worker& worker = workers_[index];
         const pid_t old = worker.pid;
-        retiring_[old] = {index, worker.bank};
+        retiring_[old] = {index, worker.bank, Clock::now() + std::chrono::seconds(config_.drain_timeout_s) + 2s};
         ::kill(old, SIGTERM);
         worker.pid = std::exchange(worker.successor, 0);
         worker.bank = 1 - worker.bank;
@@ -323,6 +376,8 @@ private:
             if (ec) return;
             check_ready();
             check_memory();
+            check_loading();
+            check_retiring();
             if (watchdog_.enabled())
                 for (unsigned i = 0; i < workers_.size(); ++i)
                     if (workers_[i].pid)

@@ -108,6 +108,20 @@ int Server::run() {
     // --no-vetting), and none the master has fenced is loaded.
     HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers);
     loader.set_gate(&vetting);
+    // The master times loads and inits (--init-timeout): one that passed vetting may still hang here.
+    LoopSlot& first = stats.slots[first_slot];
+    loader.on_phase([&first](HandlerPhase phase, const HandlerLabel& label) {
+        if (phase == HandlerPhase::none) {
+            first.loading_since_ns.store(0, std::memory_order_release);
+            return;
+        }
+        first.loading_since_ns.store(0, std::memory_order_relaxed);
+        copy_text(first.loading.name, sizeof first.loading.name, label.name);
+        first.loading.size = label.size;
+        first.loading.content_hash = label.content_hash;
+        first.loading.phase.store(static_cast<std::uint32_t>(phase), std::memory_order_relaxed);
+        first.loading_since_ns.store(monotonic_now_ns(), std::memory_order_release);
+    });
     HandlerRegistry registry;
     for (auto& loop : loops) {
         EventLoop* target = loop.get();

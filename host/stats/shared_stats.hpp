@@ -75,6 +75,10 @@ struct LoopSlot {
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
     DeathBlame blame;  // first slot only: the handler the dying process blamed, and the phase (reset by the master)
+    // First slot only: the version this process is loading or initializing now (phase load or init),
+    // and since when (CLOCK_MONOTONIC; 0 when none), for the master's --init-timeout. The loader's thread writes it.
+    DeathBlame loading;
+    std::atomic<std::int64_t> loading_since_ns{0};
     Counter open_connections, accepted_connections;
     Counter replies_owed;                    // deferred and blocking calls not answered yet
     // The process's pool for blocking handlers, in its first slot (written under the pool's lock).

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -155,8 +156,8 @@ TEST_F(Unvetted, AVersionThatCrashesWorkersWhileLoadingIsFencedWithoutACrashLoop
     // phase, the master fences the version, and the restarted workers refuse it.
     HelloWatch hello(server.port());
     drop("ctor_fault.so");
-    ASSERT_TRUE(server.wait_for_log("crashed a worker while loading (static constructors): fenced", 10s)) << server.log();
-    EXPECT_TRUE(refused_for("ctor_fault", "fenced: this version crashed a worker while loading"));
+    ASSERT_TRUE(server.wait_for_log("brought a worker down while loading (static constructors): fenced", 10s)) << server.log();
+    EXPECT_TRUE(refused_for("ctor_fault", "fenced: this version brought a worker down while loading"));
     // Both workers serve again (each died at most once: a worker that loads it after the fence refuses it).
     ASSERT_TRUE(eventually(
         [&] {
@@ -174,6 +175,32 @@ TEST_F(Unvetted, AVersionThatCrashesWorkersWhileLoadingIsFencedWithoutACrashLoop
     EXPECT_TRUE(fixed_version_lifts("ctor_fault"));
     hello.finish();
     EXPECT_LE(hello.failed(), 2);  // at most what was in flight on the dying workers
+    EXPECT_GT(hello.answered(), 0);
+}
+
+class UnvettedShortInit : public Isolation {
+protected:
+    UnvettedShortInit() : Isolation({"--workers", "1", "--no-vetting", "--init-timeout", "1", "--drain-timeout", "1"}) {}
+};
+
+TEST_F(UnvettedShortInit, AnInitStuckInAWorkerIsFencedAndTheWorkerReplaced) {
+    // No vetting: the worker's own loader is stuck in init. The master sees it past --init-timeout,
+    // fences the version, starts a successor, and kills the stuck process (it cannot drain).
+    const pid_t stuck = server.worker_pid();
+    HelloWatch hello(server.port());
+    drop("init_hang.so");
+    ASSERT_TRUE(server.wait_for_log("handler init_hang did not return in init within 1 s (--init-timeout)", 10s))
+        << server.log();
+    EXPECT_TRUE(server.wait_for_log("brought a worker down in init: fenced"));
+    ASSERT_TRUE(server.wait_for_log("took over; pid " + std::to_string(stuck) + " drains", 10s)) << server.log();
+    EXPECT_TRUE(server.wait_for_log("did not drain within --drain-timeout 1 s: killing it", 10s));
+    EXPECT_TRUE(eventually([&] { return ::kill(stuck, 0) != 0; }, 5s)) << "the stuck process still runs";
+    EXPECT_TRUE(refused_for("init_hang", "fenced: this version brought a worker down in init"));
+    // Reloads go on in the new worker.
+    drop("echo.so");
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; }, 10s));
+    hello.finish();
+    EXPECT_LE(hello.failed(), 2);  // at most what was in flight on the killed process
     EXPECT_GT(hello.answered(), 0);
 }
 
