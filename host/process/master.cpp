@@ -243,7 +243,11 @@ private:
             worker.announced = false;
             return;
         }
-        const Clock::duration delay = worker.backoff.after_death(worker.started);
+        // A death blamed on a handler restarts at once: that handler is fenced or counted toward its
+        // quarantine, so one handler's faults never keep a listener waiting. Back-off is for deaths
+        // nobody can be blamed for (a worker that cannot start).
+        const Clock::duration delay =
+            blamed.empty() ? worker.backoff.after_death(worker.started) : Clock::duration::zero();
         if (delay != Clock::duration::zero())
             spdlog::warn("worker {} keeps dying ({} times in a row); next start in {} ms", index,
                          worker.backoff.quick_deaths(),
