@@ -126,7 +126,13 @@ TEST_F(StreamingExamples, ExportStreamsAGibibyteInFlatMemory) {
     EXPECT_EQ(bad, 0u);
     EXPECT_GE(bytes, std::size_t(1) << 30);
     EXPECT_LT(bytes, (std::size_t(1) << 30) + 256);  // it stops at the row that reaches 1 GiB
-    EXPECT_LT(peak - before, 16 * 1024) << "KiB of growth while 1 GiB went out";
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer keeps up to 256 MiB of freed memory in quarantine before reusing it.
+    constexpr long kFlatKiB = 320 * 1024;
+#else
+    constexpr long kFlatKiB = 16 * 1024;
+#endif
+    EXPECT_LT(peak - before, kFlatKiB) << "KiB of growth while 1 GiB went out";
 }
 
 TEST(StreamingExample, ClockSaysGoodbyeAndEndsWhenTheServerDrains) {
