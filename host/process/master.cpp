@@ -472,6 +472,9 @@ private:
     }
 
     void finish() {
+        // From here on a late SIGTERM (a supervisor repeating itself) must not kill the exit with
+        // its default action once the signal sets are gone: it stays pending, blocked.
+        block_lifecycle_signals();
         spdlog::info("cspd stopped");
         io_.stop();
     }

@@ -88,6 +88,8 @@ int TestServer::stop(std::chrono::milliseconds timeout) {
     pid_t done = 0;
     eventually([&] { return (done = ::waitpid(pid_, &status, WNOHANG)) != 0; }, timeout);
     if (done != pid_) {
+        ADD_FAILURE() << "the server did not stop within " << timeout.count() << " ms (waitpid gave " << done
+                      << "); its log ends:\n" << log().substr(log().size() > 4000 ? log().size() - 4000 : 0);
         ::kill(-pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);
         pid_ = -1;
@@ -101,7 +103,13 @@ int TestServer::stop(std::chrono::milliseconds timeout) {
     for (const char* report : {"ERROR: LeakSanitizer", ": runtime error: "})
         if (auto at = text.find(report); at != std::string::npos)
             ADD_FAILURE() << "sanitizer report in the server's log:\n" << text.substr(at > 2000 ? at - 2000 : 0, 6000);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (!WIFEXITED(status)) {
+        // Say how it ended, with the end of its log: a stop that fails must be diagnosable from CI's output.
+        ADD_FAILURE() << "the server was killed by signal " << WTERMSIG(status) << "; its log ends:\n"
+                      << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+        return -1;
+    }
+    return WEXITSTATUS(status);
 }
 
 std::string TestServer::log() const {
