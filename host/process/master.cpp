@@ -4,11 +4,12 @@
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
-#include "process/restart_backoff.hpp"
+#include "process/slot_banks.hpp"
 #include "process/watchdog.hpp"
-#include "process/worker_memory.hpp"
+#include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
 #include "process/worker_spawner.hpp"
+#include "process/worker_succession.hpp"
 #include "routing/static_files.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
@@ -24,7 +25,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <map>
 #include <cstring>
 
 namespace cspd {
@@ -33,36 +33,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string describe_exit(int status) {
-    if (WIFSIGNALED(status)) {
-        const int signal = WTERMSIG(status);
-        return std::string("killed by signal ") + std::to_string(signal) + " (" + sigdescr_np(signal) + ")";
-    }
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
-struct Worker {
-    pid_t pid = 0;
-    Clock::time_point started;
-    RestartBackoff backoff;
-    Watchdog::Mark watchdog;
-    bool announced = false;    // "ready" logged for this pid
-    std::int64_t died_ns = 0;  // CLOCK_MONOTONIC when the previous one was reaped
-    unsigned bank = 0;         // which set of slots it writes (see Supervisor::slots_of)
-    // --worker-max-rss: the process that takes over, starting in the other bank, until it is ready.
-    pid_t successor = 0;
-    Clock::time_point next_memory_check{};
-    std::int64_t stuck_load_since = 0;  // the loading_since_ns already dealt with (--init-timeout)
-};
-
-/// A process that was replaced and is draining: reaped without a restart, killed if it has not
-/// gone by `kill_at` (a thread stuck in a handler's init cannot drain).
-struct Retiring {
-    unsigned index = 0, bank = 0;
-    Clock::time_point kill_at{};
-    bool killed = false;
-};
 
 /// The listening sockets, opened here so that they outlive any worker.
 WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>& argv, const SharedStatsMapping& shared,
@@ -91,18 +61,14 @@ public:
         : config_(config), shared_(SharedStatsMapping::create()), stats_(shared_.stats()),
           spawner_(make_spawner(config, argv, shared_, port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
-          watchdog_(config.handler_timeout_s, ledger_), signals_(io_, SIGINT, SIGTERM, SIGQUIT),
+          watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
+          succession_(config, workers_, banks_, ledger_,
+                      [this](unsigned index, unsigned bank) { return start_process(index, bank); }),
+          signals_(io_, SIGINT, SIGTERM, SIGQUIT),
           requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
         workers_.resize(config_.workers);
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
-        // A worker that must be replaced without a crash (--worker-max-rss, an init past
-        // --init-timeout) hands over to a successor that writes the other bank of slots.
-        banks_ = 2 * config_.loops_total() <= kMaxSlots ? 2 : 1;
-        if (banks_ == 1)
-            spdlog::warn("too many event loops for a successor to start beside a worker: a worker replaced for "
-                         "its memory or a stuck init stops before its replacement starts");
-        stats_.slot_count.store(banks_ * config_.loops_total());
     }
 
     int run() {
@@ -117,8 +83,7 @@ public:
     }
 
 private:
-    unsigned first_slot(unsigned index, unsigned bank) const { return (bank * config_.workers + index) * config_.threads; }
-    LoopSlot* slots_of(unsigned index, unsigned bank) { return &stats_.slots[first_slot(index, bank)]; }
+    LoopSlot* slots_of(unsigned index, unsigned bank) { return banks_.slots(index, bank); }
     LoopSlot* slots_of(unsigned index) { return slots_of(index, workers_[index].bank); }
 
     // --- workers ---------------------------------------------------------------------
@@ -126,7 +91,7 @@ private:
     void spawn(unsigned index) {
         const pid_t pid = start_process(index, workers_[index].bank);
         if (pid < 0) return;
-        Worker& worker = workers_[index];
+        WorkerRecord& worker = workers_[index];
         worker.pid = pid;
         worker.started = Clock::now();
         worker.watchdog = {};
@@ -149,7 +114,7 @@ private:
             slot.started_unix_ms.store(unix_now_ms());
         }
         int error = 0;
-        const pid_t pid = spawner_.spawn(index, first_slot(index, bank), error);
+        const pid_t pid = spawner_.spawn(index, banks_.first_slot(index, bank), error);
         if (pid < 0) {
             spdlog::error("cannot start worker {}: {}; trying again in 1 s", index, std::strerror(error));
             if (bank == workers_[index].bank) schedule_spawn(index, 1s);
@@ -184,21 +149,15 @@ private:
             int status = 0;
             const pid_t pid = ::waitpid(-1, &status, WNOHANG);
             if (pid <= 0) break;
-            if (auto it = retiring_.find(pid); it != retiring_.end()) {
-                on_retired_exit(pid, it->second, status);
-                retiring_.erase(it);
-                continue;
-            }
-            for (unsigned i = 0; i < workers_.size(); ++i) {
-                if (workers_[i].successor == pid) on_successor_exit(i, status);
-                else if (workers_[i].pid == pid) on_worker_exit(i, status);
-            }
+            if (succession_.reaped(pid, status)) continue;
+            for (unsigned i = 0; i < workers_.size(); ++i)
+                if (workers_[i].pid == pid) on_worker_exit(i, status);
         }
         if (stopping_ && live_workers() == 0) finish();
     }
 
     void on_worker_exit(unsigned index, int status) {
-        Worker& worker = workers_[index];
+        WorkerRecord& worker = workers_[index];
         const pid_t pid = worker.pid;
         worker.pid = 0;
         worker.died_ns = monotonic_now_ns();
@@ -233,16 +192,7 @@ private:
 
         bump(stats_.worker_restarts);
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].restarts.fetch_add(1);
-        if (worker.successor) {
-            // A successor is starting already (--worker-max-rss): it takes over, nothing else starts.
-            for (unsigned t = 0; t < config_.threads; ++t) slots[t].started_unix_ms.store(0);
-            worker.pid = std::exchange(worker.successor, 0);
-            worker.bank = 1 - worker.bank;
-            worker.started = Clock::now();
-            worker.watchdog = {};
-            worker.announced = false;
-            return;
-        }
+        if (succession_.take_over_after_death(index)) return;  // a successor was starting: nothing else starts
         // A death blamed on a handler restarts at once: that handler is fenced or counted toward its
         // quarantine, so one handler's faults never keep a listener waiting. Back-off is for deaths
         // nobody can be blamed for (a worker that cannot start).
@@ -253,112 +203,6 @@ private:
                          worker.backoff.quick_deaths(),
                          std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
         schedule_spawn(index, delay);
-    }
-
-    // --- --worker-max-rss ---------------------------------------------------------------
-
-    /// Once a second per worker: one over the limit gets a successor, which takes over once ready.
-    void check_memory() {
-        if (config_.worker_max_rss_mib == 0 || stopping_) return;
-        const auto now = Clock::now();
-        for (unsigned i = 0; i < workers_.size(); ++i) {
-            Worker& worker = workers_[i];
-            if (!worker.pid || worker.successor || now < worker.next_memory_check) continue;
-            worker.next_memory_check = now + 1s;
-            const std::size_t rss = resident_mib(worker.pid);
-            if (rss <= config_.worker_max_rss_mib) continue;
-            spdlog::error("worker {} (pid {}) holds {} MiB, over --worker-max-rss {} MiB: replacing it gracefully; "
-                          "handlers whose calls ran in it: {}",
-                          i, worker.pid, rss, config_.worker_max_rss_mib, handlers_that_ran(slots_of(i), config_.threads));
-            worker.next_memory_check = now + 10s;  // a replacement that fails is not retried at once
-            replace(i, SIGTERM);
-        }
-    }
-
-    /// A successor starts for worker `index` and takes over once ready; without a second bank of
-    /// slots, the worker is sent `signal` and replaced when it has gone.
-    void replace(unsigned index, int signal) {
-        Worker& worker = workers_[index];
-        if (banks_ == 1) {
-            ::kill(worker.pid, signal);
-            return;
-        }
-        const pid_t successor = start_process(index, 1 - worker.bank);
-        if (successor > 0) worker.successor = successor;
-    }
-
-    /// A worker whose loader has been in a handler's load or init for longer than --init-timeout:
-    /// that version is fenced (no worker loads it again) and the worker replaced, since its loader
-    /// thread is lost (and may burn a core) until the process ends.
-    void check_loading() {
-        if (config_.init_timeout_s == 0 || stopping_) return;
-        const std::int64_t now = monotonic_now_ns();
-        for (unsigned i = 0; i < workers_.size(); ++i) {
-            Worker& worker = workers_[i];
-            if (!worker.pid || worker.successor) continue;
-            const LoopSlot& first = slots_of(i)[0];
-            const std::int64_t since = first.loading_since_ns.load(std::memory_order_acquire);
-            if (since == 0 || since == worker.stuck_load_since ||
-                now - since < std::int64_t(config_.init_timeout_s) * 1'000'000'000)
-                continue;
-            char name[sizeof first.loading.name];
-            std::memcpy(name, first.loading.name, sizeof name);
-            name[sizeof name - 1] = '\0';
-            const VersionKey key{name, first.loading.size, first.loading.content_hash};
-            const auto phase = static_cast<HandlerPhase>(first.loading.phase.load(std::memory_order_relaxed));
-            if (first.loading_since_ns.load(std::memory_order_acquire) != since) continue;  // it moved on meanwhile
-            worker.stuck_load_since = since;
-            spdlog::error("worker {} (pid {}): handler {} did not return {} within {} s (--init-timeout); replacing "
-                          "the worker",
-                          i, worker.pid, key.name, phase_text(phase), config_.init_timeout_s);
-            ledger_.fence(key, phase);
-            replace(i, SIGKILL);  // without a successor: a stuck loader cannot drain
-        }
-    }
-
-    /// Replaced workers that have not drained in time are killed.
-    void check_retiring() {
-        const auto now = Clock::now();
-        for (auto& [pid, retired] : retiring_) {
-            if (retired.killed || now < retired.kill_at) continue;
-            retired.killed = true;
-            spdlog::error("worker {}: replaced pid {} did not drain within --drain-timeout {} s: killing it",
-                          retired.index, pid, config_.drain_timeout_s);
-            ::kill(pid, SIGKILL);
-        }
-    }
-
-    /// A successor is ready: it serves from now on, and the process it replaces drains.
-    void hand_over(unsigned index) {
-        Worker& worker = workers_[index];
-        const pid_t old = worker.pid;
-        retiring_[old] = {index, worker.bank, Clock::now() + std::chrono::seconds(config_.drain_timeout_s) + 2s};
-        ::kill(old, SIGTERM);
-        worker.pid = std::exchange(worker.successor, 0);
-        worker.bank = 1 - worker.bank;
-        worker.started = Clock::now();
-        worker.watchdog = {};
-        worker.announced = true;
-        spdlog::info("worker {}: pid {} took over; pid {} drains", index, worker.pid, old);
-    }
-
-    void on_retired_exit(pid_t pid, const Retiring& retired, int status) {
-        LoopSlot* slots = slots_of(retired.index, retired.bank);
-        for (unsigned t = 0; t < config_.threads; ++t) {
-            slots[t].pid.store(0);
-            slots[t].open_connections.store(0);
-            slots[t].started_unix_ms.store(0);  // a bank not in use: /-/status leaves it out
-        }
-        spdlog::info("worker {}: replaced pid {} drained and {}", retired.index, pid, describe_exit(status));
-    }
-
-    void on_successor_exit(unsigned index, int status) {
-        Worker& worker = workers_[index];
-        LoopSlot* slots = slots_of(index, 1 - worker.bank);
-        for (unsigned t = 0; t < config_.threads; ++t) slots[t].pid.store(0), slots[t].started_unix_ms.store(0);
-        spdlog::error("worker {}: the successor (pid {}) {} before it was ready; pid {} serves on", index,
-                      worker.successor, describe_exit(status), worker.pid);
-        worker.successor = 0;
     }
 
     unsigned live_workers() const {
@@ -378,10 +222,8 @@ private:
         tick_.expires_after(100ms);
         tick_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
+            succession_.tick(stopping_);
             check_ready();
-            check_memory();
-            check_loading();
-            check_retiring();
             if (watchdog_.enabled())
                 for (unsigned i = 0; i < workers_.size(); ++i)
                     if (workers_[i].pid)
@@ -393,16 +235,10 @@ private:
     void check_ready() {
         bool all = true;
         for (unsigned i = 0; i < workers_.size(); ++i) {
-            Worker& worker = workers_[i];
+            WorkerRecord& worker = workers_[i];
             bool ready = worker.pid != 0;
             for (unsigned t = 0; ready && t < config_.threads; ++t)
                 ready = slots_of(i)[t].ready.load() != 0;
-            if (worker.successor) {
-                bool successor_ready = true;
-                for (unsigned t = 0; successor_ready && t < config_.threads; ++t)
-                    successor_ready = slots_of(i, 1 - worker.bank)[t].ready.load() != 0;
-                if (successor_ready) hand_over(i);
-            }
             if (ready && !worker.announced) {
                 worker.announced = true;
                 if (announced_all_) {
@@ -487,12 +323,12 @@ private:
     WorkerSpawner spawner_;
     CrashLedger ledger_;
     Watchdog watchdog_;
+    std::vector<WorkerRecord> workers_;  // before succession_, which holds it
+    SlotBanks banks_;
+    WorkerSuccession succession_;
     asio::signal_set signals_, requests_, children_;
     asio::steady_timer tick_, deadline_;
     std::vector<asio::steady_timer> restart_timers_;
-    std::vector<Worker> workers_;
-    std::map<pid_t, Retiring> retiring_;
-    unsigned banks_ = 1;
     bool stopping_ = false;
     bool quitting_ = false;
     bool announced_all_ = false;

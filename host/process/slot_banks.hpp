@@ -1,0 +1,29 @@
+// Where each worker writes its loops' LoopSlots. With room for two banks, a worker that must be
+// replaced without a crash (--worker-max-rss, an init past --init-timeout) hands over to a
+// successor writing the other bank, so the old one's counters stay readable while it drains.
+#pragma once
+
+#include "stats/shared_stats.hpp"
+
+namespace cspd {
+
+class SlotBanks {
+public:
+    SlotBanks(SharedStats& stats, unsigned workers, unsigned threads)
+        : stats_(stats), workers_(workers), threads_(threads), count_(2 * workers * threads <= kMaxSlots ? 2 : 1) {
+        stats_.slot_count.store(count_ * workers * threads);
+    }
+
+    /// 2, or 1 when two banks of every loop do not fit in kMaxSlots.
+    unsigned count() const { return count_; }
+    unsigned threads() const { return threads_; }
+
+    unsigned first_slot(unsigned worker, unsigned bank) const { return (bank * workers_ + worker) * threads_; }
+    LoopSlot* slots(unsigned worker, unsigned bank) const { return &stats_.slots[first_slot(worker, bank)]; }
+
+private:
+    SharedStats& stats_;
+    unsigned workers_, threads_, count_;
+};
+
+}  // namespace cspd
