@@ -122,6 +122,18 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--worker-max-rss", config.worker_max_rss_mib,
                    "a worker whose resident memory passes this is replaced gracefully, MiB (0: never)")
         ->capture_default_str();
+    app.add_option("--kv-entries", config.kv_entries,
+                   "entries of the store all workers share (csp_kv_*); 0: no store")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(0), std::size_t(1) << 24));
+    app.add_option("--kv-value-max", config.kv_value_max, "largest value in that store, bytes")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(16), std::size_t(1) << 20));
+    app.add_option("--handler-log-rate", config.handler_log_rate,
+                   "csp_log lines a second per handler and worker (bursts of twice that); more are dropped, counted")
+        ->capture_default_str();
+    app.add_flag("--request-id-header", config.request_id_header,
+                 "send each request's id back as X-Request-Id (the client's own when sane, else a new one)");
     std::string log_file;
     app.add_option("--log-file", log_file, "append logs here instead of standard error; SIGUSR1 reopens it");
     // Set by the master when it starts a worker; not for people.

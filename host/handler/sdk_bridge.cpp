@@ -1,6 +1,7 @@
 #include "handler/sdk_bridge.hpp"
 
 #include "common/ascii.hpp"
+#include "handler/sdk_toolkit.hpp"
 #include "http/uri.hpp"
 
 #include <algorithm>
@@ -78,27 +79,7 @@ struct HostApi {
     }
 
     static csp_str query_arg_of(const HandlerRequestView& self, csp_str raw_query, std::string_view wanted) noexcept {
-        std::string_view query(raw_query.data, raw_query.size);
-        while (!query.empty()) {
-            auto amp = query.find('&');
-            std::string_view pair = query.substr(0, amp);
-            query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-            auto eq = pair.find('=');
-            std::string_view key = pair.substr(0, eq);
-            std::string_view value = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-            if (key != wanted) continue;
-            if (value.find_first_of("%+") == std::string_view::npos)
-                return to_csp(value.empty() ? std::string_view("", 0) : value);
-            try {
-                auto& store = const_cast<HandlerRequestView&>(self).decoded_args_;
-                std::string& decoded = store.emplace_back();
-                if (!percent_decode(value, decoded, true)) return absent();
-                return to_csp(decoded);
-            } catch (const std::bad_alloc&) {
-                return absent();
-            }
-        }
-        return absent();
+        return ToolkitApi::find_field(self, {raw_query.data, raw_query.size}, wanted);
     }
 
     static csp_str header_of(const HandlerRequestView& self, std::string_view wanted) noexcept {
@@ -181,7 +162,12 @@ const csp_host_api& host_api() {
                                   &HostApi::pending_on_done,
                                   // 2.1
                                   &HostApi::reply_stream, &HostApi::stream_write, &HostApi::stream_event,
-                                  &HostApi::stream_end, &HostApi::stream_on_writable, &HostApi::stream_pending};
+                                  &HostApi::stream_end, &HostApi::stream_on_writable, &HostApi::stream_pending,
+                                  // 2.2
+                                  &ToolkitApi::form_arg, &ToolkitApi::arg_at, &ToolkitApi::header_at,
+                                  &ToolkitApi::cookie, &ToolkitApi::request_id, &ToolkitApi::log,
+                                  &ToolkitApi::kv_get, &ToolkitApi::kv_put, &ToolkitApi::kv_delete,
+                                  &ToolkitApi::kv_add};
     return api;
 }
 
@@ -252,6 +238,10 @@ void HandlerRequestView::keep() {
     }
     request_ = &kept->request;
     kept_ = std::move(kept);
+    // What was found in the connection's buffers is found again in the copies.
+    args_listed_ = false;
+    args_.clear();
+    id_text_ = {};
 }
 
 HandlerRequestView::~HandlerRequestView() = default;
@@ -286,6 +276,11 @@ void HandlerRequestView::bind(const HttpRequest& request, const Context& context
     abi_ = abi;
     kept_.reset();
     decoded_args_.clear();
+    version_ = context.version;
+    id_ = context.id;
+    id_text_ = {};
+    args_listed_ = false;
+    args_.clear();
     if (abi == HandlerAbi::v1) {
         fill_common(view_v1_, request, context);
         return;

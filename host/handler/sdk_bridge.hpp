@@ -8,6 +8,7 @@
 #include "handler/pending.hpp"
 #include "handler/version.hpp"
 #include "http/request.hpp"
+#include "http/request_id.hpp"
 
 #include <csp/csp.h>
 
@@ -69,6 +70,8 @@ public:
         std::string_view client_addr;
         unsigned short client_port = 0;
         void* state = nullptr;
+        const HandlerVersion* version = nullptr;  ///< whose call it is (csp_log tags its lines with it)
+        RequestId id;                             ///< unless the client sent a sane X-Request-Id
     };
 
     /// Points the view at `request`, in `abi`'s layout; every pointer handed to the handler stays
@@ -76,6 +79,10 @@ public:
     void bind(const HttpRequest& request, const Context& context, HandlerAbi abi = HandlerAbi::v2);
 
     const csp_request* raw() const { return &view_; }
+    /// The request's id (csp_request_id): the client's sane X-Request-Id, or the one made for it.
+    std::string_view request_id();
+    /// Whose call the view is bound for (null outside a call).
+    const HandlerVersion* version() const { return version_; }
     const abi1::request* raw_v1() const { return &view_v1_; }
 
     /// Copies everything the view points at into storage of its own and points the view there:
@@ -84,8 +91,15 @@ public:
 
 private:
     friend struct HostApi;
+    friend struct ToolkitApi;
     struct Kept;
     const HttpRequest* request_ = nullptr;
+    const HandlerVersion* version_ = nullptr;
+    RequestId id_;
+    csp_str id_text_{};  // formatted on first use
+    char id_buffer_[RequestId::kMaxText];
+    bool args_listed_ = false;
+    std::vector<std::pair<csp_str, csp_str>> args_;  // csp_arg_at's list, made on first use
     std::unique_ptr<Kept> kept_;  // after keep()
     HandlerAbi abi_ = HandlerAbi::v2;
     std::deque<std::string> decoded_args_;  // stable addresses for query_arg results

@@ -8,6 +8,7 @@
 
 #include "common/crash_context.hpp"
 #include "handler/abi_v1.hpp"
+#include "handler/log_budget.hpp"
 
 #include <csp/csp.h>
 
@@ -70,6 +71,8 @@ public:
     std::string describe() const;
     /// The same facts as plain data, for the crash reporter.
     const HandlerLabel& label() const { return label_; }
+    /// How many csp_log lines it may still write (--handler-log-rate).
+    LogBudget& log_budget() const { return log_budget_; }
 
 private:
     std::string name_;
@@ -79,6 +82,7 @@ private:
     HandlerEntry entry_;
     void* state_;
     HandlerLabel label_;
+    mutable LogBudget log_budget_;
 };
 
 }  // namespace cspd

@@ -19,6 +19,7 @@ void append_status_line(std::string& out, const ResponseHead& head) {
     out.append(reason_phrase(head.status));
     out.append("\r\nServer: cspd\r\nDate: ");
     out.append(head.date);
+    if (!head.request_id.empty()) out.append("\r\nX-Request-Id: ").append(head.request_id);
 }
 
 }  // namespace
@@ -59,7 +60,7 @@ void append_response(std::string& out, const ResponseHead& head, std::string_vie
 }
 
 void append_error(std::string& out, HttpStatus status, std::string_view date, bool keep_alive, bool http10,
-                  bool head_only) {
+                  bool head_only, std::string_view request_id) {
     std::string_view reason = reason_phrase(status);
     char body[64];
     auto [end, ec] = std::to_chars(body, body + 4, code(status));
@@ -75,6 +76,7 @@ void append_error(std::string& out, HttpStatus status, std::string_view date, bo
     head.keep_alive = keep_alive;
     head.http10 = http10;
     head.head_only = head_only;
+    head.request_id = request_id;
     append_response(out, head, std::string_view(body, static_cast<std::size_t>(end - body)));
 }
 

@@ -13,6 +13,7 @@ struct ResponseHead {
     std::string_view content_type;
     std::string_view extra_headers;  ///< "Name: value\r\n" lines, already validated
     std::string_view date;
+    std::string_view request_id;  ///< sent as X-Request-Id when not empty (--request-id-header)
     bool keep_alive = true;
     bool http10 = false;     ///< a 1.0 client must be told keep-alive explicitly
     bool head_only = false;  ///< HEAD: headers as for GET, no body
@@ -31,6 +32,6 @@ void append_response(std::string& out, const ResponseHead& head, std::string_vie
 
 /// A short text/plain error response, e.g. "404 Not Found\n".
 void append_error(std::string& out, HttpStatus status, std::string_view date, bool keep_alive, bool http10,
-                  bool head_only = false);
+                  bool head_only = false, std::string_view request_id = {});
 
 }  // namespace cspd

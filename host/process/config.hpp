@@ -38,6 +38,10 @@ struct Config {
     unsigned init_timeout_s = 10;        ///< loading and init (and cleanup) of a version tried this long at most
     bool vet_handlers = true;            ///< try each new version in a short-lived process first
     std::size_t worker_max_rss_mib = 0;  ///< a worker over this is replaced gracefully; 0 = off
+    std::size_t kv_entries = 4096;       ///< the store all workers share (csp_kv_*); 0 = none
+    std::size_t kv_value_max = 1024;     ///< bytes per value in it
+    unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
+    bool request_id_header = false;      ///< X-Request-Id on every response
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

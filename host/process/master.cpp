@@ -13,6 +13,7 @@
 #include "routing/static_files.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
+#include "store/shared_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <cstring>
 
 namespace cspd {
@@ -36,7 +38,7 @@ namespace {
 
 /// The listening sockets, opened here so that they outlive any worker.
 WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>& argv, const SharedStatsMapping& shared,
-                           unsigned short& port) {
+                           const std::optional<SharedStore>& store, unsigned short& port) {
     std::vector<UniqueFd> listeners;
     port = config.port;
     for (unsigned i = 0; i < config.loops_total(); ++i) {
@@ -52,14 +54,25 @@ WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>&
     }
     UniqueFd stats(::fcntl(shared.fd(), F_DUPFD_CLOEXEC, 0));
     if (!stats) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
-    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(listeners), std::move(status));
+    UniqueFd store_fd;
+    if (store) {
+        store_fd.reset(::fcntl(store->fd(), F_DUPFD_CLOEXEC, 0));
+        if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    }
+    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
+                         std::move(status));
+}
+
+std::optional<SharedStore> make_store(const Config& config) {
+    if (!config.kv_entries) return std::nullopt;
+    return SharedStore::create({config.kv_entries, config.kv_value_max});
 }
 
 class Supervisor {
 public:
     Supervisor(const Config& config, const std::vector<std::string>& argv)
-        : config_(config), shared_(SharedStatsMapping::create()), stats_(shared_.stats()),
-          spawner_(make_spawner(config, argv, shared_, port_)),
+        : config_(config), shared_(SharedStatsMapping::create()), stats_(shared_.stats()), store_(make_store(config)),
+          spawner_(make_spawner(config, argv, shared_, store_, port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
           succession_(config, workers_, banks_, ledger_,
@@ -319,6 +332,7 @@ private:
     asio::io_context io_;
     SharedStatsMapping shared_;
     SharedStats& stats_;
+    std::optional<SharedStore> store_;  // every worker maps it: it outlives their restarts
     unsigned short port_ = 0;
     WorkerSpawner spawner_;
     CrashLedger ledger_;

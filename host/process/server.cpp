@@ -11,6 +11,8 @@
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "routing/static_files.hpp"
+#include "store/shared_store.hpp"
+#include "handler/host_services.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
@@ -37,7 +39,7 @@ LoopOptions loop_options(const Config& config) {
     options.connection = {config.max_head_bytes, config.max_body_bytes, config.keepalive_timeout_s,
                           config.header_timeout_s, config.handler_timeout_s, config.pending_timeout_s};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
-                       config.quarantine_window_s};
+                       config.quarantine_window_s, config.request_id_header};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     return options;
 }
@@ -68,6 +70,15 @@ int Server::run() {
             stats.slots[t].started_unix_ms.store(unix_now_ms());
         }
     }
+
+    // The store all workers share: the master's, or this process's own when it is alone.
+    std::optional<SharedStore> store;
+    if (config_.kv_entries) {
+        const StoreLimits limits{config_.kv_entries, config_.kv_value_max};
+        store.emplace(role_ ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits));
+    }
+    host_services().store = store ? &*store : nullptr;
+    host_services().log_rate = config_.handler_log_rate;
 
     set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
     set_process_death_blame(&stats.slots[first_slot].blame);

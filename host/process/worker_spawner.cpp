@@ -13,9 +13,10 @@ extern char** environ;
 
 namespace cspd {
 
-WorkerSpawner::WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats,
+WorkerSpawner::WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
                              std::vector<UniqueFd> listeners, UniqueFd status_listener)
     : argv_(std::move(argv)), threads_(threads), stats_(above_worker_fds(std::move(stats), threads)),
+      store_(store ? above_worker_fds(std::move(store), threads) : UniqueFd()),
       listeners_(std::move(listeners)), status_listener_(std::move(status_listener)) {}
 
 UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, unsigned threads) {
@@ -37,6 +38,7 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) cons
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, stats_.get(), WorkerRole::kStatsFd);
+    if (store_) posix_spawn_file_actions_adddup2(&actions, store_.get(), WorkerRole::kStoreFd);
     for (unsigned t = 0; t < threads_; ++t)
         posix_spawn_file_actions_adddup2(&actions, listeners_[index * threads_ + t].get(),
                                          WorkerRole::kFirstListenerFd + static_cast<int>(t));

@@ -15,9 +15,9 @@ namespace cspd {
 
 class WorkerSpawner {
 public:
-    /// `listeners` holds `threads` sockets per worker; `status_listener` may be empty.
-    WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, std::vector<UniqueFd> listeners,
-                  UniqueFd status_listener);
+    /// `listeners` holds `threads` sockets per worker; `store` and `status_listener` may be empty.
+    WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
+                  std::vector<UniqueFd> listeners, UniqueFd status_listener);
 
     /// Moves `fd` above the numbers workers receive, so that no dup2 at spawn overwrites a
     /// descriptor another dup2 still has to read. Throws on failure.
@@ -34,6 +34,7 @@ private:
     std::vector<std::string> argv_;
     unsigned threads_;
     UniqueFd stats_;
+    UniqueFd store_;
     std::vector<UniqueFd> listeners_;
     UniqueFd status_listener_;
 };

@@ -16,6 +16,7 @@ struct BuiltinOptions {
     bool status_endpoints = true;   ///< /-/status and /metrics (needs shared counters)
     bool status_port_only = false;  ///< …only on connections accepted on --status-listen
     unsigned retry_after_s = 60;    ///< Retry-After of a quarantined handler's 503
+    bool request_id_header = false; ///< every response says X-Request-Id (read by the Router)
 };
 
 class BuiltinEndpoints {

@@ -7,6 +7,7 @@ ResponseHead Exchange::head(HttpStatus status, std::string_view content_type) co
     head.status = status;
     head.content_type = content_type;
     head.date = date_.now();
+    head.request_id = request_id_header;
     head.keep_alive = keep_alive && !close_after;
     head.http10 = http10;
     head.head_only = request.head;
@@ -20,7 +21,7 @@ HttpStatus Exchange::send(const ResponseHead& head, std::string_view body) {
 
 HttpStatus Exchange::error(HttpStatus status) {
     if (status == HttpStatus::bad_request && keep_alive) close_after = true;
-    append_error(out_, status, date_.now(), keep_alive && !close_after, http10, request.head);
+    append_error(out_, status, date_.now(), keep_alive && !close_after, http10, request.head, request_id_header);
     return status;
 }
 

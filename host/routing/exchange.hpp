@@ -4,6 +4,7 @@
 #pragma once
 
 #include "http/date_cache.hpp"
+#include "http/request_id.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
 #include "http/status.hpp"
@@ -53,6 +54,8 @@ public:
     const bool http10;
     LaterAnswers* const later; ///< takes calls whose answers come later, or null
     std::string_view path;     ///< decoded; set by the router once the target is checked
+    RequestId id;              ///< this request's, unless the client sent a sane X-Request-Id
+    std::string_view request_id_header;  ///< sent back as X-Request-Id, or empty (--request-id-header)
     bool close_after = false;  ///< the response said "Connection: close" on its own account
 
 private:

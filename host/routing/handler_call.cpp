@@ -54,7 +54,8 @@ private:
 
 HttpStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, std::string& out) {
     if (call.stats) bump(call.stats->errors), bump(call.stats->requests[status_class(500)]);
-    append_error(out, HttpStatus::internal_server_error, date.now(), frame.keep_alive, frame.http10, frame.head_only);
+    append_error(out, HttpStatus::internal_server_error, date.now(), frame.keep_alive, frame.http10, frame.head_only,
+                 frame.request_id_header ? call.view.request_id() : std::string_view{});
     return HttpStatus::internal_server_error;
 }
 
@@ -83,9 +84,11 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     call.stats = slot_ ? entry.stats : nullptr;
     call.reply.reset(handler.abi());
     call.view.bind(request,
-                   {exchange.path, path_info, query, exchange.client.address, exchange.client.port, handler.state()},
+                   {exchange.path, path_info, query, exchange.client.address, exchange.client.port, handler.state(),
+                    &handler, exchange.id},
                    handler.abi());
-    const ResponseFrame frame{exchange.keep_alive && !exchange.close_after, exchange.http10, request.head};
+    const ResponseFrame frame{exchange.keep_alive && !exchange.close_after, exchange.http10, request.head,
+                              !exchange.request_id_header.empty()};
     if (handler.blocking() && later) {
         call.version = entry.version;
         if (later->run_blocking(current_, frame)) return CallOutcome::later;
@@ -143,6 +146,7 @@ HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, s
     head.content_type = call.reply.content_type();
     head.extra_headers = call.reply.extra_headers();
     head.date = date.now();
+    if (frame.request_id_header) head.request_id = call.view.request_id();
     head.keep_alive = frame.keep_alive;
     head.http10 = frame.http10;
     head.head_only = frame.head_only;

@@ -37,6 +37,7 @@ struct ResponseFrame {
     bool keep_alive = true;
     bool http10 = false;
     bool head_only = false;
+    bool request_id_header = false;  ///< the response says X-Request-Id
 };
 
 /// The connection's side of answers that come later (serving/ implements it).

@@ -7,6 +7,11 @@
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
 
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <chrono>
+
 namespace cspd {
 namespace {
 constexpr std::string_view kHandlerPrefix = "/csp/";
@@ -30,7 +35,12 @@ bool has_single_host(const HttpRequest& request) {
 
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
-    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining) {}
+    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining),
+      request_id_header_(options.request_id_header) {
+    if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
+        id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
+                                                std::chrono::steady_clock::now().time_since_epoch().count());
+}
 
 void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
     shared_ = &shared;
@@ -41,6 +51,11 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, std::string& out) {
     Exchange exchange(request, context, date_, out);
+    exchange.id = {id_prefix_, ++requests_};
+    if (request_id_header_) {
+        const std::string_view sent = request.header("x-request-id");
+        exchange.request_id_header = is_sane_request_id(sent) ? sent : exchange.id.format(id_buffer_);
+    }
     Routed routed;
     routed.status = route(exchange, routed);
     routed.close_after = exchange.close_after;

@@ -53,6 +53,10 @@ private:
     BuiltinEndpoints builtin_;
     HandlerCall call_;
     std::string decoded_path_;
+    std::uint32_t id_prefix_;     // random: ids of different loops and servers do not meet
+    std::uint64_t requests_ = 0;  // this loop's, numbering its request ids
+    bool request_id_header_;
+    char id_buffer_[RequestId::kMaxText];
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;
 };

@@ -145,8 +145,9 @@ void Connection::give_up_waiting(const char* why) {
                  port_);
     waiting_->drop(CSP_ABORT_TIMEOUT);
     const ResponseFrame frame = waiting_->frame();
+    const std::string id(frame.request_id_header ? waiting_->call().view.request_id() : std::string_view{});
     owe_nothing();
-    append_error(loop_.output, HttpStatus::gateway_timeout, loop_.date.now(), false, frame.http10, frame.head_only);
+    append_error(loop_.output, HttpStatus::gateway_timeout, loop_.date.now(), false, frame.http10, frame.head_only, id);
     loop_.router.count_response(HttpStatus::gateway_timeout);
     closing_ = true;  // what was pipelined behind it is not answered
     send_output();

@@ -21,6 +21,7 @@ csp_stream* PendingCall::start_stream(int status) noexcept {
         head.content_type = reply.content_type();
         head.extra_headers = reply.extra_headers();
         head.date = date.now();
+        if (frame_.request_id_header) head.request_id = call_->view.request_id();
         head.keep_alive = frame_.keep_alive;
         head.http10 = frame_.http10;
         std::string text;

@@ -6,7 +6,10 @@
  * CSP_BLOCKING_ forms for a handler that may block.
  *
  * Versions: 2.0 added blocking handlers, deferred replies, loop timers and fd watches,
- * and sub-paths; 2.1 added streamed replies (csp_reply_stream).
+ * and sub-paths; 2.1 added streamed replies (csp_reply_stream); 2.2 added form arguments,
+ * iteration over arguments and headers, cookies, request ids, logging and the store shared
+ * by all workers. Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
  *       csp_reply_set_content_type(reply, "text/html");
@@ -31,6 +34,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +44,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 1u
+#define CSP_ABI_MINOR 2u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -113,6 +117,19 @@ typedef struct csp_host_api {
     int (*stream_end)(csp_stream *stream);
     int (*stream_on_writable)(csp_stream *stream, csp_writable_fn fn, void *user_data);
     csp_pending *(*stream_pending)(csp_stream *stream);
+    /* 2.2: the toolkit. */
+    csp_str (*request_form_arg)(const csp_request *req, const char *name, size_t name_size);
+    int (*request_arg_at)(const csp_request *req, size_t index, csp_str *name, csp_str *value);
+    int (*request_header_at)(const csp_request *req, size_t index, csp_str *name, csp_str *value);
+    csp_str (*request_cookie)(const csp_request *req, const char *name, size_t name_size);
+    csp_str (*request_id)(const csp_request *req);
+    int (*log)(const csp_request *req, int level, const char *text, size_t size);
+    int (*kv_get)(const csp_request *req, const char *key, size_t key_size, void *out, size_t out_size,
+                  size_t *value_size);
+    int (*kv_put)(const csp_request *req, const char *key, size_t key_size, const void *value,
+                  size_t value_size, unsigned ttl_seconds);
+    int (*kv_delete)(const csp_request *req, const char *key, size_t key_size);
+    int (*kv_add)(const csp_request *req, const char *key, size_t key_size, int64_t delta, int64_t *result);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -262,6 +279,109 @@ static inline csp_str csp_header(const csp_request *req, const char *name) {
     return req->api->request_header(req, name, strlen(name));
 }
 
+/* ---- arguments, headers, cookies, request ids (2.2) -------------------- */
+
+/* The first `name` argument of the query string or, when the body is
+ * application/x-www-form-urlencoded, of the body (the query first). Percent-decoded, `+` as a
+ * space. `.data == NULL` if absent, or if its value holds a bad %-escape. */
+static inline csp_str csp_form_arg(const csp_request *req, const char *name) {
+    return req->api->request_form_arg(req, name, strlen(name));
+}
+
+/* Argument number `index` (0, 1, ...): those of the query string, then those of an
+ * application/x-www-form-urlencoded body, in order, repeated names included; names and values
+ * decoded as csp_form_arg's. 0, or -1 past the last one.
+ *   csp_str name, value;
+ *   for (size_t i = 0; csp_arg_at(req, i, &name, &value) == 0; ++i) ...  */
+static inline int csp_arg_at(const csp_request *req, size_t index, csp_str *name, csp_str *value) {
+    return req->api->request_arg_at(req, index, name, value);
+}
+
+/* Header number `index` as it came (repeated names included, in order); 0, or -1 past the last. */
+static inline int csp_header_at(const csp_request *req, size_t index, csp_str *name, csp_str *value) {
+    return req->api->request_header_at(req, index, name, value);
+}
+
+/* The value of the first cookie called `name` in the request's Cookie headers, without the double
+ * quotes that may surround it, otherwise as sent (cookie values are not percent-decoded).
+ * `.data == NULL` if absent. */
+static inline csp_str csp_cookie(const csp_request *req, const char *name) {
+    return req->api->request_cookie(req, name, strlen(name));
+}
+
+/* This request's id: the client's X-Request-Id when it is sane (1 to 128 characters of
+ * A-Z a-z 0-9 and - _ . : / + = @), else one made by the host. It tags the request's log lines,
+ * and is sent back in X-Request-Id with --request-id-header. */
+static inline csp_str csp_request_id(const csp_request *req) {
+    return req->api->request_id(req);
+}
+
+/* ---- logging (2.2) ------------------------------------------------------ */
+
+enum { CSP_LOG_DEBUG = 0, CSP_LOG_INFO = 1, CSP_LOG_WARN = 2, CSP_LOG_ERROR = 3 };
+
+/* Writes one line into cspd's log at `level`, tagged with the handler's name and version and the
+ * request's id. Control characters (a line break...) are escaped, so a line is always one line;
+ * past 2000 bytes it is cut. Rate-limited per handler and worker (--handler-log-rate lines a
+ * second, bursts of twice that): the lines over it are dropped and counted, and the next line
+ * that passes says how many. 0 if written, 1 if dropped, -1 for a bad level. From any thread,
+ * during the call or while the request's reply is deferred. */
+__attribute__((format(printf, 3, 4)))
+static inline int csp_log(const csp_request *req, int level, const char *format, ...) {
+    char line[2048];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    if (n < 0) return -1;
+    return req->api->log(req, level, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- the store shared by all workers (2.2) ------------------------------ */
+
+/* What the csp_kv_* calls give besides 0. */
+enum {
+    CSP_KV_ABSENT = -1,      /* no such key (or it expired) */
+    CSP_KV_FULL = -2,        /* every entry is taken (--kv-entries) */
+    CSP_KV_TOO_BIG = -3,     /* key over 128 bytes, or value over --kv-value-max; or an empty key */
+    CSP_KV_NOT_INTEGER = -4, /* csp_kv_add on a value that is not a decimal int64, or overflow */
+    CSP_KV_UNAVAILABLE = -5, /* this server runs without a store (--kv-entries 0) */
+};
+/* csp_kv_add's answer when it could not add (the reason is logged). */
+#define CSP_KV_ERROR INT64_MIN
+
+/* One store per server: every worker (and every handler: prefix your keys) sees the same
+ * entries, and they outlive worker restarts and handler reloads (not the server). Keys are 1 to
+ * 128 bytes, values up to --kv-value-max bytes, both binary-safe. Operations are atomic. From any
+ * thread, during the call or while the reply is deferred. */
+
+/* Copies the value of `key` into `out` (at most `out_size` bytes) and sets *value_size to its full
+ * size (which may be more than out_size). 0, or CSP_KV_ABSENT. */
+static inline int csp_kv_get(const csp_request *req, const char *key, void *out, size_t out_size,
+                             size_t *value_size) {
+    return req->api->kv_get(req, key, strlen(key), out, out_size, value_size);
+}
+
+/* Stores `size` bytes under `key`, replacing what was there; it expires after `ttl_seconds`
+ * (0: never). 0, CSP_KV_FULL or CSP_KV_TOO_BIG. */
+static inline int csp_kv_put(const csp_request *req, const char *key, const void *value, size_t size,
+                             unsigned ttl_seconds) {
+    return req->api->kv_put(req, key, strlen(key), value, size, ttl_seconds);
+}
+
+/* Removes `key`. 0, or CSP_KV_ABSENT. */
+static inline int csp_kv_delete(const csp_request *req, const char *key) {
+    return req->api->kv_delete(req, key, strlen(key));
+}
+
+/* Adds `delta` to the integer under `key` (absent counts as 0; the value is kept as decimal text,
+ * so csp_kv_get reads "42") and returns the new value; CSP_KV_ERROR when it could not (full, not
+ * an integer, overflow), the reason logged. An existing entry keeps its expiry. */
+static inline int64_t csp_kv_add(const csp_request *req, const char *key, int64_t delta) {
+    int64_t result = 0;
+    return req->api->kv_add(req, key, strlen(key), delta, &result) == 0 ? result : CSP_KV_ERROR;
+}
+
 /* ---- deferred replies (2.0) ------------------------------------------- */
 
 /* Turns this call's reply into one finished later: the handler then returns CSP_DEFERRED.
@@ -378,5 +498,9 @@ static inline csp_pending *csp_stream_pending(csp_stream *stream) {
 #ifdef __cplusplus
 }
 #endif
+
+#include <csp/text.h>
+#include <csp/cookies.h>
+#include <csp/multipart.h>
 
 #endif /* CSP_CSP_H */

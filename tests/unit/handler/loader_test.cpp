@@ -18,7 +18,7 @@ std::string call(const HandlerVersion& version) {
     request.method = "GET";
     request.target = target;
     HandlerRequestView view;
-    view.bind(request, {target, "", "", "127.0.0.1", 1, version.state()}, version.abi());
+    view.bind(request, {target, "", "", "127.0.0.1", 1, version.state(), &version, {}}, version.abi());
     HandlerReply reply;
     reply.reset(version.abi());
     EXPECT_EQ(version.handle(view.raw(), view.raw_v1(), reply.raw()), 200);

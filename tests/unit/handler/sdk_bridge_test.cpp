@@ -74,7 +74,7 @@ struct BoundView {
         request.target = "/csp/echo";
         request.headers = headers;
         request.body = "payload";
-        view.bind(request, {"/csp/echo", "/more", query, "127.0.0.1", 5555, nullptr});
+        view.bind(request, {"/csp/echo", "/more", query, "127.0.0.1", 5555, nullptr, nullptr, {}});
     }
 };
 
@@ -98,7 +98,7 @@ TEST(HandlerRequestView, FillsAbi1sLayoutForAnAbi1Handler) {
     request.method = "GET";
     request.headers = headers;
     HandlerRequestView view;
-    view.bind(request, {"/csp/old", "", "q=v", "::1", 7, nullptr}, HandlerAbi::v1);
+    view.bind(request, {"/csp/old", "", "q=v", "::1", 7, nullptr, nullptr, {}}, HandlerAbi::v1);
     const abi1::request* r = view.raw_v1();
     EXPECT_EQ(csp::view(r->method), "GET");
     EXPECT_EQ(csp::view(r->path), "/csp/old");

@@ -49,7 +49,7 @@ protected:
         HttpRequest request;
         request.method = "GET";
         HandlerRequestView view;
-        view.bind(request, {path, "", "", "127.0.0.1", 1, v->state()}, v->abi());
+        view.bind(request, {path, "", "", "127.0.0.1", 1, v->state(), v, {}}, v->abi());
         HandlerReply reply;
         reply.reset(v->abi());
         v->handle(view.raw(), view.raw_v1(), reply.raw());

@@ -1,0 +1,16 @@
+// What the SDK reaches beyond one request, for the whole process: the store shared by all workers
+// and the handler log's budget. Set once by the server before its loops start, read by any thread.
+#pragma once
+
+namespace cspd {
+
+class SharedStore;
+
+struct HostServices {
+    SharedStore* store = nullptr;  ///< null: the server runs without one (csp_kv_* give CSP_KV_UNAVAILABLE)
+    unsigned log_rate = 50;        ///< --handler-log-rate: lines a second per handler version and process
+};
+
+HostServices& host_services();
+
+}  // namespace cspd

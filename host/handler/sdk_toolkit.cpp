@@ -1,0 +1,253 @@
+#include "handler/sdk_toolkit.hpp"
+
+#include "common/clocks.hpp"
+#include "handler/host_services.hpp"
+#include "handler/sdk_bridge.hpp"
+#include "http/cookie_header.hpp"
+#include "http/form_fields.hpp"
+#include "http/uri.hpp"
+#include "store/shared_store.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <new>
+
+namespace cspd {
+namespace {
+
+HandlerRequestView& view_of(const csp_request* req) {
+    return *static_cast<HandlerRequestView*>(const_cast<void*>(req->host));
+}
+csp_str to_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
+constexpr csp_str kAbsent{nullptr, 0};
+
+/// `text` decoded into `store` if it holds escapes; false for a bad escape.
+bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out) {
+    if (text.find_first_of("%+") == std::string_view::npos) {
+        out = to_csp(text);
+        return true;
+    }
+    std::string& decoded = store.emplace_back();
+    if (!percent_decode(text, decoded, true)) return false;
+    out = to_csp(decoded);
+    return true;
+}
+
+std::string_view form_body(const HttpRequest& request) {
+    return is_form_urlencoded(request.header("content-type")) ? request.body : std::string_view{};
+}
+
+std::string_view spdlog_safe(std::string_view text, std::string& out) {
+    // One line per call, whatever the handler wrote: control bytes are shown, not obeyed.
+    static constexpr char hex[] = "0123456789abcdef";
+    bool clean = true;
+    for (char c : text) clean = clean && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+    if (clean) return text;
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u != 0x7f) out.push_back(c);
+        else if (c == '\n') out.append("\\n");
+        else if (c == '\r') out.append("\\r");
+        else if (c == '\t') out.append("\\t");
+        else out.append("\\x").push_back(hex[u >> 4]), out.push_back(hex[u & 15]);
+    }
+    return out;
+}
+
+int kv_code(SharedStore::Result result) {
+    switch (result) {
+    case SharedStore::Result::ok: return 0;
+    case SharedStore::Result::absent: return CSP_KV_ABSENT;
+    case SharedStore::Result::full: return CSP_KV_FULL;
+    case SharedStore::Result::too_big: return CSP_KV_TOO_BIG;
+    case SharedStore::Result::not_integer: return CSP_KV_NOT_INTEGER;
+    }
+    return CSP_KV_UNAVAILABLE;
+}
+
+/// A store that refused a write says so in the log, at most once every 10 s per process.
+void report_refusal(const HandlerRequestView& view, SharedStore::Result result, std::string_view key) {
+    if (result != SharedStore::Result::full && result != SharedStore::Result::not_integer) return;
+    static std::atomic<std::int64_t> next_ns{0};
+    const std::int64_t now = coarse_monotonic_now_ns();
+    std::int64_t due = next_ns.load(std::memory_order_relaxed);
+    if (now < due || !next_ns.compare_exchange_strong(due, now + 10'000'000'000)) return;
+    std::string safe;
+    const std::string name = view.version() ? view.version()->describe() : std::string("?");
+    if (result == SharedStore::Result::full)
+        spdlog::warn("handler {}: the shared store is full (--kv-entries {}): key \"{}\" not stored", name,
+                     host_services().store->limits().entries, spdlog_safe(key, safe));
+    else
+        spdlog::warn("handler {}: csp_kv_add on key \"{}\", which does not hold a decimal int64 (or overflowed)",
+                     name, spdlog_safe(key, safe));
+}
+
+}  // namespace
+
+std::string_view HandlerRequestView::request_id() {
+    const csp_str id = ToolkitApi::request_id(&view_);
+    return {id.data, id.size};
+}
+
+HostServices& host_services() {
+    static HostServices services;
+    return services;
+}
+
+csp_str ToolkitApi::find_field(const HandlerRequestView& view, std::string_view text, std::string_view wanted) noexcept {
+    csp_str found = kAbsent;
+    try {
+        for_each_form_field(text, [&](std::string_view name, std::string_view value) {
+            if (name != wanted) return true;
+            auto& store = const_cast<HandlerRequestView&>(view).decoded_args_;
+            if (!decode(store, value, found)) found = kAbsent;
+            return false;
+        });
+    } catch (const std::bad_alloc&) {
+        return kAbsent;
+    }
+    return found;
+}
+
+csp_str ToolkitApi::form_arg(const csp_request* req, const char* name, size_t name_size) noexcept {
+    HandlerRequestView& view = view_of(req);
+    const std::string_view wanted(name, name_size);
+    const csp_str in_query = find_field(view, {req->query.data, req->query.size}, wanted);
+    if (in_query.data) return in_query;
+    return find_field(view, form_body(*view.request_), wanted);
+}
+
+int ToolkitApi::arg_at(const csp_request* req, size_t index, csp_str* name, csp_str* value) noexcept {
+    HandlerRequestView& view = view_of(req);
+    if (!name || !value) return -1;
+    if (!view.args_listed_) {
+        try {
+            const auto list = [&](std::string_view text) {
+                for_each_form_field(text, [&](std::string_view n, std::string_view v) {
+                    csp_str decoded_name, decoded_value;
+                    if (decode(view.decoded_args_, n, decoded_name) && decode(view.decoded_args_, v, decoded_value))
+                        view.args_.emplace_back(decoded_name, decoded_value);
+                    return true;
+                });
+            };
+            list({req->query.data, req->query.size});
+            list(form_body(*view.request_));
+        } catch (const std::bad_alloc&) {
+            view.args_.clear();
+            return -1;
+        }
+        view.args_listed_ = true;
+    }
+    if (index >= view.args_.size()) return -1;
+    *name = view.args_[index].first;
+    *value = view.args_[index].second;
+    return 0;
+}
+
+int ToolkitApi::header_at(const csp_request* req, size_t index, csp_str* name, csp_str* value) noexcept {
+    const HandlerRequestView& view = view_of(req);
+    if (!name || !value || index >= view.request_->headers.size()) return -1;
+    *name = to_csp(view.request_->headers[index].name);
+    *value = to_csp(view.request_->headers[index].value);
+    return 0;
+}
+
+csp_str ToolkitApi::cookie(const csp_request* req, const char* name, size_t name_size) noexcept {
+    const HandlerRequestView& view = view_of(req);
+    const std::string_view wanted(name, name_size);
+    csp_str found = kAbsent;
+    for (const HttpHeader& header : view.request_->headers) {
+        if (!iequals(header.name, "cookie")) continue;
+        for_each_cookie(header.value, [&](std::string_view n, std::string_view v) {
+            if (n != wanted) return true;
+            found = to_csp(v);
+            return false;
+        });
+        if (found.data) break;
+    }
+    return found;
+}
+
+csp_str ToolkitApi::request_id(const csp_request* req) noexcept {
+    HandlerRequestView& view = view_of(req);
+    if (!view.id_text_.data) {
+        const std::string_view sent = view.request_->header("x-request-id");
+        view.id_text_ = to_csp(is_sane_request_id(sent) ? sent : view.id_.format(view.id_buffer_));
+    }
+    return view.id_text_;
+}
+
+int ToolkitApi::log(const csp_request* req, int level, const char* text, size_t size) noexcept {
+    static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
+                                                            spdlog::level::warn, spdlog::level::err};
+    if (level < CSP_LOG_DEBUG || level > CSP_LOG_ERROR || (!text && size)) return -1;
+    const HandlerVersion* version = view_of(req).version();
+    if (!version) return -1;
+    if (!spdlog::should_log(kLevels[level])) return 0;
+    std::uint64_t dropped = 0;
+    if (!version->log_budget().admit(host_services().log_rate, coarse_monotonic_now_ns(), dropped)) return 1;
+    try {
+        const csp_str id = request_id(req);
+        std::string safe;
+        const std::string_view line = spdlog_safe({text ? text : "", std::min<size_t>(size, 2000)}, safe);
+        if (dropped)
+            spdlog::warn("handler {}: {} log lines dropped (over --handler-log-rate {}/s)", version->describe(),
+                         dropped, host_services().log_rate);
+        spdlog::log(kLevels[level], "handler {} [{}]: {}", version->describe(), std::string_view(id.data, id.size),
+                    line);
+    } catch (...) {
+        return 1;  // a log that cannot be written is not the handler's failure
+    }
+    return 0;
+}
+
+int ToolkitApi::kv_get(const csp_request*, const char* key, size_t key_size, void* out, size_t out_size,
+                       size_t* value_size) noexcept {
+    SharedStore* store = host_services().store;
+    if (!store) return CSP_KV_UNAVAILABLE;
+    if (!key || (!out && out_size)) return CSP_KV_TOO_BIG;
+    std::size_t size = 0;
+    try {
+        const SharedStore::Result result = store->get({key, key_size}, out, out_size, size);
+        if (value_size) *value_size = result == SharedStore::Result::ok ? size : 0;
+        return kv_code(result);
+    } catch (const std::bad_alloc&) {
+        return CSP_KV_TOO_BIG;
+    }
+}
+
+int ToolkitApi::kv_put(const csp_request* req, const char* key, size_t key_size, const void* value,
+                       size_t value_size, unsigned ttl_seconds) noexcept {
+    SharedStore* store = host_services().store;
+    if (!store) return CSP_KV_UNAVAILABLE;
+    if (!key || (!value && value_size)) return CSP_KV_TOO_BIG;
+    try {
+        const auto result = store->put({key, key_size}, {static_cast<const char*>(value), value_size}, ttl_seconds);
+        report_refusal(view_of(req), result, {key, key_size});
+        return kv_code(result);
+    } catch (const std::bad_alloc&) {
+        return CSP_KV_TOO_BIG;
+    }
+}
+
+int ToolkitApi::kv_delete(const csp_request*, const char* key, size_t key_size) noexcept {
+    SharedStore* store = host_services().store;
+    if (!store) return CSP_KV_UNAVAILABLE;
+    if (!key) return CSP_KV_TOO_BIG;
+    return kv_code(store->remove({key, key_size}));
+}
+
+int ToolkitApi::kv_add(const csp_request* req, const char* key, size_t key_size, int64_t delta,
+                       int64_t* result) noexcept {
+    SharedStore* store = host_services().store;
+    if (!store) return CSP_KV_UNAVAILABLE;
+    if (!key || !result) return CSP_KV_TOO_BIG;
+    std::int64_t sum = 0;
+    const auto outcome = store->add({key, key_size}, delta, sum);
+    report_refusal(view_of(req), outcome, {key, key_size});
+    if (outcome == SharedStore::Result::ok) *result = sum;
+    return kv_code(outcome);
+}
+
+}  // namespace cspd

@@ -1,0 +1,336 @@
+#include "store/shared_store.hpp"
+
+#include "common/clocks.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <bit>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace cspd {
+namespace {
+constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
+constexpr std::uint32_t kLayout = 1;
+
+std::uint64_t hash_key(std::string_view key) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+std::int64_t now_ms() { return coarse_monotonic_now_ns() / 1'000'000; }
+}  // namespace
+
+struct SharedStore::Header {
+    std::uint32_t magic;
+    std::uint32_t layout;
+    std::uint64_t entries, value_max, table_size, slot_bytes;
+    std::uint64_t used;
+    pthread_mutex_t mutex;
+};
+
+struct SharedStore::Slot {
+    std::uint32_t used;
+    std::uint32_t key_size;
+    std::uint64_t value_size;
+    std::uint64_t hash;
+    std::int64_t expires_ms;  // CLOCK_MONOTONIC, the same in every process; 0: never
+    char key[kKeyMax];
+    char* value() { return reinterpret_cast<char*>(this + 1); }
+    std::string_view key_view() const { return {key, key_size}; }
+};
+
+/// The store's mutex, held for one operation. A holder that died leaves it "owner dead": the
+/// next one repairs the table before using it.
+class SharedStore::Lock {
+public:
+    explicit Lock(SharedStore& store) : mutex_(&store.header_->mutex) {
+        if (pthread_mutex_lock(mutex_) == EOWNERDEAD) {
+            store.repair();
+            pthread_mutex_consistent(mutex_);
+        }
+    }
+    ~Lock() { pthread_mutex_unlock(mutex_); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+private:
+    pthread_mutex_t* mutex_;
+};
+
+namespace {
+std::size_t slot_bytes_for(const StoreLimits& limits) {
+    const std::size_t head = sizeof(std::uint32_t) * 2 + sizeof(std::uint64_t) * 3 + SharedStore::kKeyMax;
+    return (head + limits.value_max + 7) & ~std::size_t(7);
+}
+std::size_t table_size_for(const StoreLimits& limits) { return std::bit_ceil(std::max<std::size_t>(2 * limits.entries, 2)); }
+
+std::size_t mapping_bytes(const StoreLimits& limits, std::size_t header_bytes) {
+    return header_bytes + table_size_for(limits) * slot_bytes_for(limits);
+}
+
+void* map_store(int fd, std::size_t bytes) {
+    void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "mmap of the shared store");
+    return memory;
+}
+}  // namespace
+
+SharedStore SharedStore::create(const StoreLimits& limits) {
+    if (limits.entries == 0) throw std::invalid_argument("a shared store needs at least one entry");
+    const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
+    const std::size_t bytes = mapping_bytes(limits, header_bytes);
+    UniqueFd fd(::memfd_create("cspd-store", MFD_CLOEXEC));
+    if (!fd) throw std::system_error(errno, std::system_category(), "memfd_create");
+    // Sparse: pages the table never touches take no memory.
+    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
+        throw std::system_error(errno, std::system_category(), "sizing the shared store");
+    void* memory = map_store(fd.get(), bytes);
+    auto* header = static_cast<Header*>(memory);
+    header->magic = kMagic;
+    header->layout = kLayout;
+    header->entries = limits.entries;
+    header->value_max = limits.value_max;
+    header->table_size = table_size_for(limits);
+    header->slot_bytes = slot_bytes_for(limits);
+    header->used = 0;
+    pthread_mutexattr_t attributes;
+    pthread_mutexattr_init(&attributes);
+    pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&header->mutex, &attributes);
+    pthread_mutexattr_destroy(&attributes);
+    return SharedStore(std::move(fd), memory, bytes, limits);
+}
+
+SharedStore SharedStore::attach(int fd, const StoreLimits& limits) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    UniqueFd owned(fd);
+    const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
+    const std::size_t bytes = mapping_bytes(limits, header_bytes);
+    void* memory = map_store(fd, bytes);
+    const auto* header = static_cast<const Header*>(memory);
+    if (header->magic != kMagic || header->layout != kLayout || header->entries != limits.entries ||
+        header->value_max != limits.value_max) {
+        ::munmap(memory, bytes);
+        throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
+    }
+    return SharedStore(std::move(owned), memory, bytes, limits);
+}
+
+SharedStore::SharedStore(UniqueFd fd, void* memory, std::size_t bytes, const StoreLimits& limits)
+    : fd_(std::move(fd)), memory_(memory), bytes_(bytes), limits_(limits), header_(static_cast<Header*>(memory)) {}
+
+SharedStore::SharedStore(SharedStore&& other) noexcept
+    : fd_(std::move(other.fd_)), memory_(std::exchange(other.memory_, nullptr)), bytes_(other.bytes_),
+      limits_(other.limits_), header_(std::exchange(other.header_, nullptr)) {}
+
+SharedStore::~SharedStore() {
+    if (memory_) ::munmap(memory_, bytes_);
+}
+
+SharedStore::Slot& SharedStore::slot(std::size_t index) const {
+    const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
+    return *reinterpret_cast<Slot*>(static_cast<char*>(memory_) + header_bytes + index * header_->slot_bytes);
+}
+
+std::size_t SharedStore::find(std::string_view key, std::uint64_t hash, bool& found) const {
+    const std::size_t mask = header_->table_size - 1;
+    // At most half full: an empty slot always ends the probe.
+    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+        const Slot& s = slot(i);
+        if (!s.used) {
+            found = false;
+            return i;
+        }
+        if (s.hash == hash && s.key_view() == key) {
+            found = true;
+            return i;
+        }
+    }
+}
+
+bool SharedStore::expired(const Slot& s, std::int64_t now) const { return s.expires_ms != 0 && s.expires_ms <= now; }
+
+void SharedStore::erase(std::size_t hole) {
+    // Backward shift: later entries of the run move up into the hole if their home allows it.
+    const std::size_t mask = header_->table_size - 1;
+    for (std::size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
+        Slot& s = slot(j);
+        if (!s.used) break;
+        const std::size_t home = s.hash & mask;
+        // s may move to the hole unless its home lies cyclically in (hole, j].
+        const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays) continue;
+        std::memcpy(&slot(hole), &s, offsetof(Slot, key) + s.key_size);
+        std::memcpy(slot(hole).value(), s.value(), s.value_size);
+        s.used = 0;
+        hole = j;
+    }
+    slot(hole).used = 0;
+    --header_->used;
+}
+
+std::size_t SharedStore::reclaim_expired(std::int64_t now) {
+    std::size_t reclaimed = 0;
+    for (std::size_t i = 0; i < header_->table_size;) {
+        if (slot(i).used && expired(slot(i), now)) {
+            erase(i);  // may shift another entry into i: look at i again
+            ++reclaimed;
+        } else {
+            ++i;
+        }
+    }
+    return reclaimed;
+}
+
+void SharedStore::repair() {
+    // The dead holder may have been anywhere in an erase or a store: rebuild the table from the
+    // entries that are whole, keeping the first of any key seen twice.
+    struct Entry {
+        std::string key, value;
+        std::int64_t expires_ms;
+    };
+    std::vector<Entry> entries;
+    for (std::size_t i = 0; i < header_->table_size; ++i) {
+        Slot& s = slot(i);
+        if (!s.used) continue;
+        if (s.key_size == 0 || s.key_size > kKeyMax || s.value_size > header_->value_max) continue;
+        entries.push_back({std::string(s.key_view()), std::string(s.value(), s.value_size), s.expires_ms});
+    }
+    for (std::size_t i = 0; i < header_->table_size; ++i) slot(i).used = 0;
+    header_->used = 0;
+    for (const Entry& e : entries) {
+        if (header_->used >= header_->entries) break;
+        const std::uint64_t hash = hash_key(e.key);
+        bool found = false;
+        const std::size_t index = find(e.key, hash, found);
+        if (!found) store(index, false, e.key, hash, e.value, e.expires_ms);
+    }
+}
+
+SharedStore::Result SharedStore::store(std::size_t index, bool found, std::string_view key, std::uint64_t hash,
+                                       std::string_view value, std::int64_t expires_ms) {
+    Slot& s = slot(index);
+    if (!found) {
+        s.hash = hash;
+        s.key_size = static_cast<std::uint32_t>(key.size());
+        std::memcpy(s.key, key.data(), key.size());
+        ++header_->used;
+    }
+    s.value_size = value.size();
+    std::memcpy(s.value(), value.data(), value.size());
+    s.expires_ms = expires_ms;
+    s.used = 1;
+    return Result::ok;
+}
+
+namespace {
+/// The calling thread's copy of a key or value, made before the lock is taken.
+struct Staged {
+    char key[SharedStore::kKeyMax];
+    std::size_t key_size = 0;
+    std::string value;
+
+    bool stage_key(std::string_view k) {
+        if (k.empty() || k.size() > SharedStore::kKeyMax) return false;
+        std::memcpy(key, k.data(), k.size());
+        key_size = k.size();
+        return true;
+    }
+    std::string_view key_view() const { return {key, key_size}; }
+};
+thread_local Staged staged;
+}  // namespace
+
+SharedStore::Result SharedStore::get(std::string_view key, void* out, std::size_t out_size, std::size_t& value_size) {
+    if (!staged.stage_key(key)) return Result::too_big;
+    const std::uint64_t hash = hash_key(staged.key_view());
+    {
+        Lock lock(*this);
+        bool found = false;
+        const std::size_t index = find(staged.key_view(), hash, found);
+        if (!found) return Result::absent;
+        Slot& s = slot(index);
+        if (expired(s, now_ms())) {
+            erase(index);
+            return Result::absent;
+        }
+        staged.value.assign(s.value(), s.value_size);
+    }
+    value_size = staged.value.size();
+    if (out_size) std::memcpy(out, staged.value.data(), std::min(out_size, staged.value.size()));
+    return Result::ok;
+}
+
+SharedStore::Result SharedStore::put(std::string_view key, std::string_view value, unsigned ttl_seconds) {
+    if (!staged.stage_key(key) || value.size() > header_->value_max) return Result::too_big;
+    staged.value.assign(value);
+    const std::uint64_t hash = hash_key(staged.key_view());
+    const std::int64_t now = now_ms();
+    const std::int64_t expires = ttl_seconds ? now + std::int64_t(ttl_seconds) * 1000 : 0;
+    Lock lock(*this);
+    bool found = false;
+    std::size_t index = find(staged.key_view(), hash, found);
+    if (!found && header_->used >= header_->entries) {
+        if (reclaim_expired(now) == 0) return Result::full;
+        index = find(staged.key_view(), hash, found);
+    }
+    return store(index, found, staged.key_view(), hash, staged.value, expires);
+}
+
+SharedStore::Result SharedStore::remove(std::string_view key) {
+    if (!staged.stage_key(key)) return Result::too_big;
+    const std::uint64_t hash = hash_key(staged.key_view());
+    Lock lock(*this);
+    bool found = false;
+    const std::size_t index = find(staged.key_view(), hash, found);
+    if (!found) return Result::absent;
+    const bool was_live = !expired(slot(index), now_ms());
+    erase(index);
+    return was_live ? Result::ok : Result::absent;
+}
+
+SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, std::int64_t& result) {
+    if (!staged.stage_key(key)) return Result::too_big;
+    const std::uint64_t hash = hash_key(staged.key_view());
+    const std::int64_t now = now_ms();
+    Lock lock(*this);
+    bool found = false;
+    std::size_t index = find(staged.key_view(), hash, found);
+    std::int64_t value = 0, expires = 0;
+    if (found && expired(slot(index), now)) {
+        erase(index);
+        index = find(staged.key_view(), hash, found);
+    }
+    if (found) {
+        Slot& s = slot(index);
+        const char* text = s.value();
+        const auto [end, error] = std::from_chars(text, text + s.value_size, value);
+        if (error != std::errc() || end != text + s.value_size || s.value_size == 0) return Result::not_integer;
+        expires = s.expires_ms;
+    } else if (header_->used >= header_->entries) {
+        if (reclaim_expired(now) == 0) return Result::full;
+        index = find(staged.key_view(), hash, found);
+    }
+    if (__builtin_add_overflow(value, delta, &result)) return Result::not_integer;
+    char digits[24];
+    const auto [end, error] = std::to_chars(digits, digits + sizeof digits, result);
+    (void)error;
+    const std::string_view text(digits, static_cast<std::size_t>(end - digits));
+    if (text.size() > header_->value_max) return Result::too_big;
+    return store(index, found, staged.key_view(), hash, text, expires);
+}
+
+std::size_t SharedStore::size() const { return header_ ? __atomic_load_n(&header_->used, __ATOMIC_RELAXED) : 0; }
+
+}  // namespace cspd
