@@ -1,24 +1,17 @@
-/* GET /csp/visits -> "visit N": a counter kept across requests, from init to cleanup. */
+/* GET /csp/visits -> "visit N": one count for the whole server, kept in the store every worker
+ * shares (csp_kv_add is atomic across workers), so two workers never show two different counts.
+ * The count outlives worker restarts and reloads of this handler. */
 #include <csp/csp.h>
 
-#include <stdatomic.h>
-#include <stdlib.h>
-
-static int init(void **state) {
-    atomic_ulong *count = malloc(sizeof *count);
-    if (!count) return 1;
-    atomic_init(count, 0);
-    *state = count;
-    return 0;
-}
-
-static void cleanup(void *state) { free(state); }
-
 static int visits(const csp_request *req, csp_reply *reply) {
-    unsigned long n = atomic_fetch_add((atomic_ulong *)req->state, 1) + 1;
+    const int64_t n = csp_kv_add(req, "visits:count", 1);
     csp_reply_set_content_type(reply, "text/plain");
-    csp_reply_printf(reply, "visit %lu\n", n);
+    if (n == CSP_KV_ERROR) {
+        csp_reply_puts(reply, "the shared store is unavailable\n");
+        return 503;
+    }
+    csp_reply_printf(reply, "visit %lld\n", (long long)n);
     return 200;
 }
 
-CSP_HANDLER_WITH_HOOKS(visits, init, cleanup)
+CSP_HANDLER(visits)

@@ -3,13 +3,16 @@
 #include "test_server.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace cspd::test {
 namespace {
+using namespace std::chrono_literals;
 
 class ExamplesTest : public ::testing::Test {
 protected:
@@ -40,11 +43,46 @@ TEST_F(ExamplesTest, VisitsKeepsStateAcrossRequestsAndConnections) {
     EXPECT_EQ(fetch(server.port(), "/csp/visits")->body, "visit 3\n");
 }
 
+// visits keeps its count in the store every worker shares: with two workers and 1,000 requests
+// at once, every count from 1 to 1,000 is given exactly once, and both workers gave some.
+TEST(VisitsAcrossWorkers, CountsExactlyWithTwoWorkersAndAThousandConcurrentRequests) {
+    TestServer server({"--workers", "2"}, false);
+    std::filesystem::copy_file(test_handler("examples/visits.so"), server.handlers() / "visits.so");
+    server.start();
+    // start() returns once every worker has read the handlers folder: both serve visits.
+    constexpr int kClients = 1000;
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<HttpClient>(server.port(), 20s));
+    for (auto& client : clients) client->send("GET /csp/visits HTTP/1.1\r\nHost: h\r\n\r\n");
+    std::set<long long> counts;
+    int answered = 0;
+    for (auto& client : clients) {
+        auto r = client->read_response();
+        if (!r || r->status != 200) continue;
+        ++answered;
+        counts.insert(std::stoll(r->body.substr(6)));  // "visit N\n"
+    }
+    EXPECT_EQ(answered, kClients);
+    ASSERT_EQ(counts.size(), std::size_t(kClients));  // no count given twice
+    EXPECT_EQ(*counts.begin(), 1);
+    EXPECT_EQ(*counts.rbegin(), kClients);
+    EXPECT_EQ(fetch(server.port(), "/csp/visits")->body, "visit " + std::to_string(kClients + 1) + "\n");
+    const auto status = nlohmann::json::parse(fetch(server.port(), "/-/status")->body);
+    int serving = 0;
+    for (const auto& worker : status.at("workers")) serving += worker.at("requests").get<long long>() > 50;
+    EXPECT_EQ(serving, 2) << status.dump(2);
+}
+
 TEST_F(ExamplesTest, FormEchoReadsFormsAndJson) {
     auto form = send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                      "Content-Length: 14\r\n\r\nname=Eva&age=7");
     ASSERT_TRUE(form);
-    EXPECT_EQ(form->body, "field: name=Eva\nfield: age=7\n");
+    EXPECT_EQ(form->body, "field: name=Eva\nfield: age=7\nname is Eva\n");
+    auto decoded = send("POST /csp/form_echo?from=query HTTP/1.1\r\nHost: h\r\nContent-Type: "
+                        "application/x-www-form-urlencoded\r\nContent-Length: 31\r\n\r\nname=Ana+Lu%C3%ADsa&tag=a&tag=b");
+    ASSERT_TRUE(decoded);
+    EXPECT_EQ(decoded->body, "field: from=query\nfield: name=Ana Lu\xc3\xadsa\nfield: tag=a\nfield: tag=b\n"
+                             "name is Ana Lu\xc3\xadsa\n");
     const std::string json = R"({"name":"Eva","tags":[1,2]})";
     auto echoed = send("POST /csp/form_echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: " +
                        std::to_string(json.size()) + "\r\n\r\n" + json);

@@ -1,0 +1,210 @@
+// The SDK 2.2 toolkit through the real binary: form arguments from the query and the body,
+// iteration over arguments and headers, cookies, request ids (and --request-id-header), csp_log
+// (tagged, escaped, rate-limited), and the store every worker shares: its operations, expiry, a
+// full store, and that it outlives a worker's death.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+class Toolkit : public ::testing::Test {
+protected:
+    explicit Toolkit(std::vector<std::string> args = {}) : server(std::move(args), false) {
+        std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so");
+        std::filesystem::copy_file(std::filesystem::path(CSPD_HANDLERS_DIR) / "hello.so", server.handlers() / "hello.so");
+        server.start();
+    }
+    std::optional<HttpResponse> send(const std::string& request) {
+        HttpClient client(server.port());
+        client.send(request);
+        return client.read_response();
+    }
+    std::optional<HttpResponse> post(const std::string& target, const std::string& type, const std::string& body) {
+        return send("POST " + target + " HTTP/1.1\r\nHost: h\r\nContent-Type: " + type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    }
+    std::string body(const std::string& target) {
+        auto r = fetch(server.port(), target);
+        return r ? r->body : "(no answer)";
+    }
+    TestServer server;
+};
+
+TEST_F(Toolkit, FormArgumentsComeFromTheQueryThenAnUrlencodedBodyDecoded) {
+    auto r = post("/csp/toolkit/args?a=1&b=x+y", "application/x-www-form-urlencoded; charset=utf-8",
+                  "c=%41%20b&a=2&bad=%zz&&d&%E2%82%AC=euro");
+    ASSERT_TRUE(r);
+    // In order, repeated names kept, empty pairs skipped, a bad escape left out, names decoded too.
+    EXPECT_EQ(r->body, "a=1\nb=x y\nc=A b\na=2\nd=\n\xE2\x82\xAC=euro\n");
+    EXPECT_EQ(post("/csp/toolkit/arg?name=a&a=q", "application/x-www-form-urlencoded", "a=body")->body, "q");
+    EXPECT_EQ(post("/csp/toolkit/arg?name=c", "application/x-www-form-urlencoded", "c=from+body")->body, "from body");
+    EXPECT_EQ(post("/csp/toolkit/arg?name=bad", "application/x-www-form-urlencoded", "bad=%zz")->body, "absent");
+    // Another content type's body is not a form.
+    EXPECT_EQ(post("/csp/toolkit/args?q=1", "text/plain", "c=3")->body, "q=1\n");
+    EXPECT_EQ(post("/csp/toolkit/arg?name=c", "application/json", "c=3")->body, "absent");
+}
+
+TEST_F(Toolkit, HeadersAreIteratedInOrderWithRepeatedNames) {
+    auto r = send("GET /csp/toolkit/headers HTTP/1.1\r\nHost: h\r\nX-Dup: 1\r\nAccept: */*\r\nX-Dup: 2\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "Host: h\nX-Dup: 1\nAccept: */*\nX-Dup: 2\n");
+}
+
+TEST_F(Toolkit, CookiesAreFoundInEveryCookieHeaderWithoutTheirQuotes) {
+    const std::string head = "Host: h\r\nCookie: a=1; session=\"abc\";b=2 ; flag\r\nCookie: c=3\r\n\r\n";
+    EXPECT_EQ(send("GET /csp/toolkit/cookie?name=session HTTP/1.1\r\n" + head)->body, "abc");
+    EXPECT_EQ(send("GET /csp/toolkit/cookie?name=b HTTP/1.1\r\n" + head)->body, "2");
+    EXPECT_EQ(send("GET /csp/toolkit/cookie?name=c HTTP/1.1\r\n" + head)->body, "3");
+    EXPECT_EQ(send("GET /csp/toolkit/cookie?name=flag HTTP/1.1\r\n" + head)->body, "absent");
+    EXPECT_EQ(body("/csp/toolkit/cookie?name=a"), "absent");
+}
+
+TEST_F(Toolkit, SetCookieIsBuiltAndRefusedWhenBrowsersWouldMisreadIt) {
+    auto r = fetch(server.port(), "/csp/toolkit/set-cookie?name=s&value=v1&same_site=Lax&max_age=60");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("set-cookie"), "s=v1; Path=/; Max-Age=60; HttpOnly; SameSite=Lax");
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/set-cookie?name=s&value=v&same_site=None")->status, 400);
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/set-cookie?name=s&value=v&same_site=None&secure=1")->status, 200);
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/set-cookie?name=s&value=a%3Bb")->status, 400);   // ';' in the value
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/set-cookie?name=a%20b&value=v")->status, 400);   // a space in the name
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/set-cookie?name=s&value=v%0D%0AX:1")->status, 400);
+}
+
+TEST_F(Toolkit, RequestIdsAreTheClientsWhenSaneAndMadeOtherwise) {
+    EXPECT_EQ(send("GET /csp/toolkit/id HTTP/1.1\r\nHost: h\r\nX-Request-Id: edge-42.a/b\r\n\r\n")->body, "edge-42.a/b");
+    const std::regex made("[0-9a-f]{8}-[0-9a-f]+");
+    const std::string insane = send("GET /csp/toolkit/id HTTP/1.1\r\nHost: h\r\nX-Request-Id: a b\"c\r\n\r\n")->body;
+    EXPECT_TRUE(std::regex_match(insane, made)) << insane;
+    const std::string first = body("/csp/toolkit/id"), second = body("/csp/toolkit/id");
+    EXPECT_TRUE(std::regex_match(first, made)) << first;
+    EXPECT_NE(first, second);
+    // Without --request-id-header, responses do not carry it.
+    EXPECT_FALSE(fetch(server.port(), "/csp/toolkit/id")->has_header("x-request-id"));
+}
+
+class ToolkitWithIdHeader : public Toolkit {
+protected:
+    ToolkitWithIdHeader() : Toolkit({"--request-id-header"}) {}
+};
+
+TEST_F(ToolkitWithIdHeader, EveryResponseSaysItsRequestId) {
+    auto r = fetch(server.port(), "/csp/toolkit/id");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->header("x-request-id"), r->body);
+    EXPECT_EQ(send("GET /csp/hello HTTP/1.1\r\nHost: h\r\nX-Request-Id: abc\r\n\r\n")->header("x-request-id"), "abc");
+    auto missing = fetch(server.port(), "/csp/nothing-here");
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_TRUE(std::regex_match(missing->header("x-request-id"), std::regex("[0-9a-f]{8}-[0-9a-f]+")));
+    auto file = fetch(server.port(), "/no-such-file");
+    EXPECT_TRUE(file->has_header("x-request-id"));
+}
+
+TEST_F(Toolkit, LogLinesAreTaggedAndStayOneLine) {
+    auto r = send("GET /csp/toolkit/log?text=hello%0Aforged%20line HTTP/1.1\r\nHost: h\r\nX-Request-Id: rq-7\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "written 1 dropped 0 refused 0\n");
+    ASSERT_TRUE(server.wait_for_log("[rq-7]: hello\\nforged line 0")) << server.log();
+    // Tagged with the handler's name and version (the file's size and hash) and the request's id.
+    EXPECT_TRUE(std::regex_search(
+        server.log(), std::regex(R"(info \[\d+\] handler toolkit\.so#\d+ \(\d+ bytes, fnv [0-9a-f]{16}\) \[rq-7\]: hello)")))
+        << server.log();
+    EXPECT_EQ(server.log().find("\nforged line"), std::string::npos);  // never a line of its own
+    EXPECT_EQ(body("/csp/toolkit/log?level=-3"), "written 0 dropped 0 refused 1\n");
+}
+
+class ToolkitSlowLog : public Toolkit {
+protected:
+    ToolkitSlowLog() : Toolkit({"--handler-log-rate", "5"}) {}
+};
+
+TEST_F(ToolkitSlowLog, AHandlerCannotFloodTheLog) {
+    // A burst of twice the rate passes; the rest of 200 lines at once is dropped and counted.
+    const std::string answer = body("/csp/toolkit/log?n=200&text=flood");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(answer, m, std::regex("written (\\d+) dropped (\\d+) refused 0\n"))) << answer;
+    const int written = std::stoi(m[1]), dropped = std::stoi(m[2]);
+    EXPECT_GE(written, 10);
+    EXPECT_LE(written, 12);
+    EXPECT_EQ(written + dropped, 200);
+    std::this_thread::sleep_for(400ms);  // two tokens come back
+    EXPECT_EQ(body("/csp/toolkit/log?text=after"), "written 1 dropped 0 refused 0\n");
+    EXPECT_TRUE(server.wait_for_log(std::to_string(dropped) + " log lines dropped (over --handler-log-rate 5/s)"))
+        << server.log();
+}
+
+TEST_F(Toolkit, TheStoreGetsPutsAddsAndDeletes) {
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=k"), "rc -1\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=k&value=hello+there"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=k"), "hello there");
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=k&value=second"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=k"), "second");
+    EXPECT_EQ(body("/csp/toolkit/kv/add?key=n&delta=5"), "5\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/add?key=n&delta=-7"), "-2\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=n"), "-2");
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/kv/add?key=k")->status, 409);  // "second" is no integer
+    EXPECT_TRUE(server.wait_for_log("does not hold a decimal int64"));
+    EXPECT_EQ(body("/csp/toolkit/kv/del?key=k"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/del?key=k"), "rc -1\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=k"), "rc -1\n");
+    const std::string long_key(129, 'x');
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=" + long_key + "&value=v"), "rc -3\n");
+}
+
+TEST_F(Toolkit, EntriesExpireAfterTheirTimeToLive) {
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=t&value=soon&ttl=1"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=t"), "soon");
+    EXPECT_TRUE(eventually([&] { return body("/csp/toolkit/kv/get?key=t") == "rc -1\n"; }, 3s));
+}
+
+TEST_F(Toolkit, TheStoreOutlivesAWorkersDeath) {
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=kept&value=yes"), "rc 0\n");
+    const pid_t worker = server.worker_pid();
+    ASSERT_GT(worker, 0);
+    ::kill(worker, SIGKILL);
+    ASSERT_TRUE(eventually([&] { return server.worker_pid() > 0 && server.worker_pid() != worker; }, 5s));
+    ASSERT_TRUE(eventually([&] { return body("/csp/toolkit/kv/get?key=kept") == "yes"; }, 5s));
+}
+
+class ToolkitSmallStore : public Toolkit {
+protected:
+    ToolkitSmallStore() : Toolkit({"--kv-entries", "2", "--kv-value-max", "16"}) {}
+};
+
+TEST_F(ToolkitSmallStore, AFullStoreRefusesNewKeysClearly) {
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=a&value=1"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=b&value=2"), "rc 0\n");
+    auto full = fetch(server.port(), "/csp/toolkit/kv/put?key=c&value=3");
+    EXPECT_EQ(full->status, 507);
+    EXPECT_EQ(full->body, "rc -2\n");
+    EXPECT_TRUE(server.wait_for_log("the shared store is full (--kv-entries 2): key \"c\" not stored"));
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=a&value=replaced"), "rc 0\n");  // an existing key still changes
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=a&value=" + std::string(17, 'v')), "rc -3\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/del?key=b"), "rc 0\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=c&value=3"), "rc 0\n");
+}
+
+class ToolkitNoStore : public Toolkit {
+protected:
+    ToolkitNoStore() : Toolkit({"--kv-entries", "0"}) {}
+};
+
+TEST_F(ToolkitNoStore, WithoutAStoreEveryCallSaysUnavailable) {
+    EXPECT_EQ(body("/csp/toolkit/kv/put?key=a&value=1"), "rc -5\n");
+    EXPECT_EQ(body("/csp/toolkit/kv/get?key=a"), "rc -5\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/kv/add?key=a")->status, 409);
+}
+
+}  // namespace
+}  // namespace cspd::test
