@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <memory>
+#include <regex>
 #include <set>
 #include <vector>
 
@@ -184,6 +185,93 @@ TEST(Examples, LongpollHearsADrainWarningThenItsClientLeaving) {
     waiter.reset();  // the client leaves after the warning
     EXPECT_EQ(server.stop(), 0);
     EXPECT_EQ(server.log().find("ERROR: AddressSanitizer"), std::string::npos) << server.log();
+}
+
+}  // namespace
+}  // namespace cspd::test
+namespace cspd::test {
+namespace {
+
+/// guestbook driven the way a browser drives it: the page sets a session cookie and carries a
+/// CSRF token; the form posts multipart/form-data with a file; the redirect leads back to a page
+/// showing the message escaped.
+class Guestbook : public ::testing::Test {
+protected:
+    Guestbook() : server({}, false) {
+        std::filesystem::copy_file(test_handler("examples/guestbook.so"), server.handlers() / "guestbook.so");
+        server.start();
+    }
+    std::optional<HttpResponse> send(const std::string& request) {
+        HttpClient client(server.port());
+        client.send(request);
+        return client.read_response();
+    }
+    std::optional<HttpResponse> get(const std::string& cookie) {
+        return send("GET /csp/guestbook HTTP/1.1\r\nHost: h\r\n" + (cookie.empty() ? "" : "Cookie: " + cookie + "\r\n") +
+                    "\r\n");
+    }
+    std::optional<HttpResponse> post(const std::string& cookie, const std::string& type, const std::string& body) {
+        return send("POST /csp/guestbook HTTP/1.1\r\nHost: h\r\n" +
+                    (cookie.empty() ? "" : "Cookie: " + cookie + "\r\n") + "Content-Type: " + type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    }
+    static std::string multipart(const std::string& csrf, const std::string& name, const std::string& text,
+                                 const std::string& file) {
+        const std::string b = "----WebKitFormBoundary7MA4YWxkTrZu0gW";
+        return "--" + b + "\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n" + csrf + "\r\n--" + b +
+               "\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n" + name + "\r\n--" + b +
+               "\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\n" + text + "\r\n--" + b +
+               "\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"notes.txt\"\r\n"
+               "Content-Type: text/plain\r\n\r\n" + file + "\r\n--" + b + "--\r\n";
+    }
+    static constexpr const char* kType = "multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW";
+    /// The session cookie ("gb_session=...") and the page's CSRF token.
+    std::pair<std::string, std::string> visit() {
+        auto page = get("");
+        EXPECT_TRUE(page && page->status == 200);
+        std::smatch cookie, token;
+        const std::string set_cookie = page ? page->header("set-cookie") : "", body = page ? page->body : "";
+        EXPECT_TRUE(std::regex_match(set_cookie, cookie,
+                                     std::regex("gb_session=([0-9a-f]{32}); Path=/csp/guestbook; Max-Age=3600; "
+                                                "HttpOnly; SameSite=Lax")))
+            << set_cookie;
+        EXPECT_TRUE(std::regex_search(body, token, std::regex("name=\"csrf\" value=\"([0-9a-f]{32})\""))) << body;
+        return {"gb_session=" + cookie[1].str(), token[1].str()};
+    }
+    TestServer server;
+};
+
+TEST_F(Guestbook, ABrowserSignsItWithAFileAndSeesItsMessageEscaped) {
+    const auto [cookie, csrf] = visit();
+    const std::string file = "line one\r\n------WebKitFormBoundary7MA4YWxkTrZu0g not quite\r\n";
+    auto signed_in = post(cookie, kType, multipart(csrf, "<Eva>", "hi & <script>alert(1)</script>", file));
+    ASSERT_TRUE(signed_in);
+    EXPECT_EQ(signed_in->status, 303) << signed_in->body;
+    EXPECT_EQ(signed_in->header("location"), "/csp/guestbook");
+    auto page = get(cookie);
+    ASSERT_TRUE(page);
+    EXPECT_FALSE(page->has_header("set-cookie"));  // the session goes on
+    EXPECT_NE(page->body.find("<li><b>&lt;Eva&gt;</b>: hi &amp; &lt;script&gt;alert(1)&lt;/script&gt; <i>(attached "
+                              "notes.txt, " + std::to_string(file.size()) + " bytes)</i></li>"),
+              std::string::npos)
+        << page->body;
+    EXPECT_EQ(page->body.find("<script>"), std::string::npos);
+    // An urlencoded form signs too, and the newest message comes first.
+    EXPECT_EQ(post(cookie, "application/x-www-form-urlencoded", "csrf=" + csrf + "&name=Bo&text=second+one")->status,
+              303);
+    const std::string both = get(cookie)->body;
+    EXPECT_LT(both.find("<b>Bo</b>: second one"), both.find("<b>&lt;Eva&gt;</b>"));
+}
+
+TEST_F(Guestbook, AFormWithoutItsSessionsTokenIsRefused) {
+    const auto [cookie, csrf] = visit();
+    const auto [other_cookie, other_csrf] = visit();
+    EXPECT_EQ(post(cookie, kType, multipart("", "Eva", "hi", ""))->status, 403);           // no token
+    EXPECT_EQ(post("", kType, multipart(csrf, "Eva", "hi", ""))->status, 403);             // no session
+    EXPECT_EQ(post(cookie, kType, multipart(other_csrf, "Eva", "hi", ""))->status, 403);   // another session's
+    EXPECT_EQ(post(cookie, kType, multipart(csrf, "", "hi", ""))->status, 400);            // no name
+    EXPECT_EQ(post(cookie, kType, "--x\r\nbroken")->status, 400);                          // malformed
+    EXPECT_EQ(get(cookie)->body.find("<li>"), std::string::npos);                          // nothing was signed
 }
 
 }  // namespace

@@ -56,6 +56,16 @@ static inline int csp_cookie_attribute_ok(const char *text, int domain) {
     return 1;
 }
 
+/* Browsers match the "__Secure-" and "__Host-" prefixes whatever their case (RFC 6265bis). */
+static inline int csp_cookie_has_prefix_(const char *name, const char *prefix) {
+    for (; *prefix; ++name, ++prefix) {
+        const char c = (*name >= 'A' && *name <= 'Z') ? (char)(*name - 'A' + 'a') : *name;
+        const char p = (*prefix >= 'A' && *prefix <= 'Z') ? (char)(*prefix - 'A' + 'a') : *prefix;
+        if (c != p) return 0;
+    }
+    return 1;
+}
+
 /* Adds one Set-Cookie header. 0, or -1 for an invalid name, value or attribute, SameSite=None
  * without Secure, a "__Secure-" name without Secure, or a "__Host-" name without Secure, with a
  * Domain, or with a Path other than "/" (RFC 6265bis prefixes). `options` may be NULL. */
@@ -70,8 +80,8 @@ static inline int csp_reply_set_cookie(csp_reply *reply, const char *name, const
         strcmp(o->same_site, "None") != 0)
         return -1;
     if (o->same_site && strcmp(o->same_site, "None") == 0 && !o->secure) return -1;
-    if (strncmp(name, "__Secure-", 9) == 0 && !o->secure) return -1;
-    if (strncmp(name, "__Host-", 7) == 0 && (!o->secure || o->domain || !o->path || strcmp(o->path, "/") != 0))
+    if (csp_cookie_has_prefix_(name, "__Secure-") && !o->secure) return -1;
+    if (csp_cookie_has_prefix_(name, "__Host-") && (!o->secure || o->domain || !o->path || strcmp(o->path, "/") != 0))
         return -1;
 
     char line[4096];

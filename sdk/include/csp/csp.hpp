@@ -6,10 +6,12 @@
 #include <csp/csp.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -21,6 +23,50 @@ inline std::optional<std::string_view> optional_view(csp_str s) {
     if (!s.data) return std::nullopt;
     return std::string_view{s.data, s.size};
 }
+
+/// A name and its value: an argument or a header.
+struct field {
+    std::string_view name, value;
+};
+
+/// The arguments (csp_arg_at) or headers (csp_header_at) of a request, for range-for.
+class field_range {
+public:
+    using at_fn = int (*)(const csp_request*, size_t, csp_str*, csp_str*);
+    class iterator {
+    public:
+        iterator(const csp_request* r, at_fn at, size_t i) : r_(r), at_(at), i_(i) { load(); }
+        const field& operator*() const { return current_; }
+        const field* operator->() const { return &current_; }
+        iterator& operator++() {
+            ++i_;
+            load();
+            return *this;
+        }
+        bool operator==(const iterator& o) const { return i_ == o.i_; }
+        bool operator!=(const iterator& o) const { return i_ != o.i_; }
+
+    private:
+        void load() {
+            csp_str n{}, v{};
+            if (i_ == npos || at_(r_, i_, &n, &v) != 0) i_ = npos;
+            else current_ = {view(n), view(v)};
+        }
+        static constexpr size_t npos = static_cast<size_t>(-1);
+        const csp_request* r_;
+        at_fn at_;
+        size_t i_;
+        field current_;
+        friend class field_range;
+    };
+    field_range(const csp_request* r, at_fn at) : r_(r), at_(at) {}
+    iterator begin() const { return iterator(r_, at_, 0); }
+    iterator end() const { return iterator(r_, at_, iterator::npos); }
+
+private:
+    const csp_request* r_;
+    at_fn at_;
+};
 
 /// Read-only request, as the handler sees it.
 class request {
@@ -42,6 +88,52 @@ public:
     template <class T> T* state() const { return static_cast<T*>(r_->state); }
     const csp_request* raw() const { return r_; }
 
+    // 2.2
+    /// The query's, else an urlencoded body's, first `name`, decoded (csp_form_arg).
+    std::optional<std::string_view> form_arg(std::string_view name) const {
+        return optional_view(r_->api->request_form_arg(r_, name.data(), name.size()));
+    }
+    /// The form argument `name` as an integer in [min, max], or `fallback`.
+    long long form_int(std::string_view name, long long min, long long max, long long fallback) const {
+        long long value = fallback;
+        const csp_str s = r_->api->request_form_arg(r_, name.data(), name.size());
+        return csp_str_to_int(s, min, max, &value) == 0 ? value : fallback;
+    }
+    /// Every argument, query then body, repeated names included: `for (auto [name, value] : req.args())`.
+    field_range args() const { return {r_, r_->api->request_arg_at}; }
+    /// Every header as it came.
+    field_range headers() const { return {r_, r_->api->request_header_at}; }
+    std::optional<std::string_view> cookie(std::string_view name) const {
+        return optional_view(r_->api->request_cookie(r_, name.data(), name.size()));
+    }
+    std::string_view id() const { return view(r_->api->request_id(r_)); }
+    /// One line into cspd's log (csp_log): 0 written, 1 dropped by the rate limit, -1 bad level.
+    int log(int level, std::string_view line) const { return r_->api->log(r_, level, line.data(), line.size()); }
+
+    /// The store every worker shares (csp_kv_*): the value, or nullopt when absent.
+    std::optional<std::string> kv_get(std::string_view key) const {
+        std::string value(256, '\0');
+        size_t size = 0;
+        if (r_->api->kv_get(r_, key.data(), key.size(), value.data(), value.size(), &size) != 0) return std::nullopt;
+        if (size > value.size()) {
+            value.resize(size);
+            if (r_->api->kv_get(r_, key.data(), key.size(), value.data(), value.size(), &size) != 0) return std::nullopt;
+        }
+        value.resize(size);
+        return value;
+    }
+    /// 0, or CSP_KV_FULL, CSP_KV_TOO_BIG, CSP_KV_UNAVAILABLE.
+    int kv_put(std::string_view key, std::string_view value, unsigned ttl_seconds = 0) const {
+        return r_->api->kv_put(r_, key.data(), key.size(), value.data(), value.size(), ttl_seconds);
+    }
+    bool kv_delete(std::string_view key) const { return r_->api->kv_delete(r_, key.data(), key.size()) == 0; }
+    /// The new value, or nullopt when it could not add (logged).
+    std::optional<std::int64_t> kv_add(std::string_view key, std::int64_t delta) const {
+        std::int64_t result = 0;
+        if (r_->api->kv_add(r_, key.data(), key.size(), delta, &result) != 0) return std::nullopt;
+        return result;
+    }
+
 private:
     const csp_request* r_;
 };
@@ -62,6 +154,29 @@ public:
         return r_->api->reply_add_header(r_, name.data(), name.size(), value.data(), value.size()) == 0;
     }
     csp_reply* raw() const { return r_; }
+
+    // Inline helpers (csp/text.h, csp/cookies.h): nothing here costs ABI.
+    /// Appends `text` HTML-escaped.
+    reply& html(std::string_view text) {
+        csp_reply_append_html(r_, text.data(), text.size());
+        return *this;
+    }
+    /// Appends `text` as a quoted JSON string.
+    reply& json_string(std::string_view text) {
+        csp_reply_json_string(r_, text.data(), text.size());
+        return *this;
+    }
+    /// Appends `text` percent-encoded.
+    reply& url_encoded(std::string_view text) {
+        csp_reply_url_encode(r_, text.data(), text.size());
+        return *this;
+    }
+    /// `return rep.redirect(303, "/csp/done");` -- -1 (a 500) for an unsafe target or a bad status.
+    int redirect(int status, const std::string& location) { return csp_redirect(r_, status, location.c_str()); }
+    /// One validated Set-Cookie (csp_reply_set_cookie); false if refused.
+    bool set_cookie(const std::string& name, const std::string& value, const csp_cookie_options& options = {}) {
+        return csp_reply_set_cookie(r_, name.c_str(), value.c_str(), &options) == 0;
+    }
 
 private:
     csp_reply* r_;
@@ -103,6 +218,51 @@ struct callbacks {
     static void release(csp_pending*, void* user_data) { delete static_cast<std::shared_ptr<callbacks>*>(user_data); }
 };
 } // namespace detail
+
+/// The parts of a multipart/form-data request (csp/multipart.h), for range-for; `ok()` after the
+/// loop says whether the body was well formed to its end.
+///   csp::multipart parts(req.raw());
+///   for (const csp_part& part : parts) ...
+///   if (!parts.ok()) return 400;
+class multipart {
+public:
+    explicit multipart(const csp_request* r) { valid_ = csp_multipart_begin(&m_, r) == 0; }
+    multipart(std::string_view content_type, std::string_view body) {
+        valid_ = csp_multipart_init(&m_, {content_type.data(), content_type.size()}, {body.data(), body.size()}) == 0;
+    }
+    /// The request is multipart/form-data with a boundary.
+    bool is_multipart() const { return valid_; }
+    /// Well formed so far (to the end, once iterated).
+    bool ok() const { return valid_ && m_.state >= 0; }
+
+    class iterator {
+    public:
+        explicit iterator(multipart* owner) : owner_(owner) { next(); }
+        const csp_part& operator*() const { return part_; }
+        const csp_part* operator->() const { return &part_; }
+        iterator& operator++() {
+            next();
+            return *this;
+        }
+        bool operator==(const iterator& o) const { return owner_ == o.owner_; }
+        bool operator!=(const iterator& o) const { return owner_ != o.owner_; }
+
+    private:
+        friend class multipart;
+        iterator() = default;
+        void next() {
+            if (owner_ && (!owner_->valid_ || csp_multipart_next(&owner_->m_, &part_) != 1)) owner_ = nullptr;
+        }
+        multipart* owner_ = nullptr;
+        csp_part part_{};
+    };
+    iterator begin() { return iterator(this); }
+    iterator end() { return iterator(); }
+
+private:
+    csp_multipart m_{};
+    bool valid_ = false;
+};
 
 class stream;
 

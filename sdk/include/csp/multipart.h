@@ -143,18 +143,17 @@ static inline int csp_multipart_next(csp_multipart *m, csp_part *part) {
     while (p < m->end && (*p == ' ' || *p == '\t')) ++p;
     if (m->end - p < 2 || p[0] != '\r' || p[1] != '\n') return m->state = -1;
     p += 2;
-    const char *headers = p, *headers_end;
-    if (m->end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
-        headers_end = p;
-        p += 2;
-    } else {
-        headers_end = csp_find_bytes_(p, (size_t)(m->end - p), "\r\n\r\n", 4);
-        if (!headers_end) return m->state = -1;
-        headers_end += 2; /* the last header's CRLF belongs to it */
-        p = headers_end + 2;
-    }
+    /* No header block at all: no disposition either (RFC 7578 §4.2). */
+    if (m->end - p >= 2 && p[0] == '\r' && p[1] == '\n') return m->state = -1;
     const char *data_end = csp_find_bytes_(p, (size_t)(m->end - p), m->delimiter, m->delimiter_size);
     if (!data_end) return m->state = -1;
+    /* The blank line is looked for before the delimiter only, so a part without one cannot take
+     * the next part's headers for its own. Its second CRLF may be the delimiter's: no data. */
+    const char *headers = p;
+    const char *headers_end = csp_find_bytes_(p, (size_t)(data_end - p) + 2, "\r\n\r\n", 4);
+    if (!headers_end) return m->state = -1;
+    headers_end += 2; /* the last header's CRLF belongs to it */
+    p = headers_end + 2 <= data_end ? headers_end + 2 : data_end;
 
     csp_part out = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {headers, (size_t)(headers_end - headers)},
                     {p, (size_t)(data_end - p)}};
@@ -170,8 +169,9 @@ static inline int csp_multipart_next(csp_multipart *m, csp_part *part) {
             while (value_end > value && (value_end[-1] == ' ' || value_end[-1] == '\t')) --value_end;
             const size_t name_size = (size_t)(colon - line);
             if (name_size == 19 && csp_ascii_iequal_(line, "content-disposition", 19)) {
-                if ((size_t)(value_end - value) < 9 || !csp_ascii_iequal_(value, "form-data", 9))
-                    return m->state = -1;
+                if ((size_t)(value_end - value) < 9 || !csp_ascii_iequal_(value, "form-data", 9) ||
+                    (value_end - value > 9 && value[9] != ';' && value[9] != ' ' && value[9] != '\t'))
+                    return m->state = -1; /* not form-data, nor "form-dataX" */
                 has_disposition = 1;
                 out.name = csp_header_param_(value + 9, value_end, "name");
                 out.filename = csp_header_param_(value + 9, value_end, "filename");

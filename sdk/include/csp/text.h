@@ -62,8 +62,8 @@ static inline size_t csp_utf8_sequence(const unsigned char *s, size_t size) {
 }
 
 /* Appends `size` bytes as one JSON string, quotes included: " \ and control characters escaped,
- * and "</" written "<\/" so the string is safe inside a <script> too. Bytes that are not UTF-8
- * become U+FFFD: the output is always valid JSON. 0, or -1 when out of memory. */
+ * and "</" written "<\/" and "<!" "\u003c!" so the string is safe inside a <script> too. Bytes
+ * that are not UTF-8 become U+FFFD: the output is always valid JSON. 0, or -1 when out of memory. */
 static inline int csp_reply_json_string(csp_reply *reply, const char *text, size_t size) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)text;
@@ -79,6 +79,11 @@ static inline int csp_reply_json_string(csp_reply *reply, const char *text, size
         else if (c == '\r') escape[1] = 'r';
         else if (c == '\t') escape[1] = 't';
         else if (c == '/' && i > 0 && s[i - 1] == '<') escape[1] = '/';
+        else if (c == '<' && i + 1 < size && s[i + 1] == '!') {
+            /* "<!--" puts a script in its escaped state, where the page's own </script> may not end it. */
+            memcpy(escape + 1, "u003c", 5);
+            escape_size = 6;
+        }
         else if (c < 0x20 || c == 0x7f) {
             memcpy(escape + 1, "u00", 3);
             escape[4] = hex[c >> 4];
