@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <charconv>
@@ -117,6 +118,10 @@ SharedStore SharedStore::attach(int fd, const StoreLimits& limits) {
     UniqueFd owned(fd);
     const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
     const std::size_t bytes = mapping_bytes(limits, header_bytes);
+    // Mapping past a shorter file would raise SIGBUS at the first read, not an error here.
+    struct stat file {};
+    if (::fstat(fd, &file) != 0 || static_cast<std::size_t>(file.st_size) != bytes)
+        throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
     void* memory = map_store(fd, bytes);
     const auto* header = static_cast<const Header*>(memory);
     if (header->magic != kMagic || header->layout != kLayout || header->entries != limits.entries ||
