@@ -132,6 +132,10 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--handler-log-rate", config.handler_log_rate,
                    "csp_log lines a second per handler and worker (bursts of twice that); more are dropped, counted")
         ->capture_default_str();
+    app.add_option("--cache-size", config.cache_mib,
+                   "reply cache per worker for handlers that ask for it (csp_reply_cache), MiB (0: off)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(0), std::size_t(1) << 16));
     app.add_flag("--request-id-header", config.request_id_header,
                  "send each request's id back as X-Request-Id (the client's own when sane, else a new one)");
     std::string log_file;

@@ -167,7 +167,7 @@ const csp_host_api& host_api() {
                                   &ToolkitApi::form_arg, &ToolkitApi::arg_at, &ToolkitApi::header_at,
                                   &ToolkitApi::cookie, &ToolkitApi::request_id, &ToolkitApi::log,
                                   &ToolkitApi::kv_get, &ToolkitApi::kv_put, &ToolkitApi::kv_delete,
-                                  &ToolkitApi::kv_add};
+                                  &ToolkitApi::kv_add, &ToolkitApi::reply_cache, &ToolkitApi::reply_cache_vary};
     return api;
 }
 
@@ -197,6 +197,8 @@ void HandlerReply::reset(HandlerAbi abi) {
     reply_.size = 0;
     content_type_.assign("text/html; charset=utf-8");
     extra_headers_.clear();
+    cache_seconds_ = 0;
+    cache_vary_.clear();
 }
 
 struct HandlerRequestView::Kept {

@@ -44,10 +44,17 @@ public:
     std::string_view content_type() const { return content_type_; }
     /// Extra headers, already serialized as "Name: value\r\n" lines.
     std::string_view extra_headers() const { return extra_headers_; }
+    /// csp_reply_cache: keep this reply for later GETs this many seconds (0: not at all).
+    unsigned cache_seconds() const { return cache_seconds_; }
+    /// csp_reply_cache_vary: the request headers whose values are part of the cache key.
+    const std::vector<std::string>& cache_vary() const { return cache_vary_; }
 
 private:
     friend struct HostApi;
+    friend struct ToolkitApi;
     std::string buffer_;  // reply_.data points into it
+    unsigned cache_seconds_ = 0;
+    std::vector<std::string> cache_vary_;
     std::string content_type_;
     std::string extra_headers_;
     DeferHook* defer_hook_ = nullptr;

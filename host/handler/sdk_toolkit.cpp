@@ -21,6 +21,7 @@ HandlerRequestView& view_of(const csp_request* req) {
 }
 csp_str to_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
 constexpr csp_str kAbsent{nullptr, 0};
+constexpr unsigned kMaxCacheSeconds = 365 * 24 * 3600;
 
 /// `text` decoded into `store` if it holds escapes; false for a bad escape.
 bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out) {
@@ -248,6 +249,25 @@ int ToolkitApi::kv_add(const csp_request* req, const char* key, size_t key_size,
     report_refusal(view_of(req), outcome, {key, key_size});
     if (outcome == SharedStore::Result::ok) *result = sum;
     return kv_code(outcome);
+}
+
+int ToolkitApi::reply_cache(csp_reply* r, unsigned seconds) noexcept {
+    if (!r || seconds > kMaxCacheSeconds) return -1;
+    static_cast<HandlerReply*>(r->host)->cache_seconds_ = seconds;
+    return 0;
+}
+
+int ToolkitApi::reply_cache_vary(csp_reply* r, const char* header, size_t size) noexcept {
+    const std::string_view name(header ? header : "", header ? size : 0);
+    if (!r || !is_token(name)) return -1;
+    HandlerReply& reply = *static_cast<HandlerReply*>(r->host);
+    if (reply.cache_vary_.size() >= 8) return -1;
+    try {
+        reply.cache_vary_.emplace_back(name);
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+    return 0;
 }
 
 }  // namespace cspd

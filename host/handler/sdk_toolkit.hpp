@@ -28,6 +28,8 @@ struct ToolkitApi {
     static int kv_delete(const csp_request* req, const char* key, size_t key_size) noexcept;
     static int kv_add(const csp_request* req, const char* key, size_t key_size, int64_t delta,
                       int64_t* result) noexcept;
+    static int reply_cache(csp_reply* reply, unsigned seconds) noexcept;
+    static int reply_cache_vary(csp_reply* reply, const char* header, size_t size) noexcept;
 };
 
 }  // namespace cspd

@@ -42,6 +42,7 @@ struct Config {
     std::size_t kv_value_max = 1024;     ///< bytes per value in it
     unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
     bool request_id_header = false;      ///< X-Request-Id on every response
+    std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

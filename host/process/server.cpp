@@ -39,7 +39,7 @@ LoopOptions loop_options(const Config& config) {
     options.connection = {config.max_head_bytes, config.max_body_bytes, config.keepalive_timeout_s,
                           config.header_timeout_s, config.handler_timeout_s, config.pending_timeout_s};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
-                       config.quarantine_window_s, config.request_id_header};
+                       config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     return options;
 }
@@ -139,7 +139,7 @@ int Server::run() {
         const bool counts = loop == loops.front();  // one count per process, not per loop
         registry.subscribe([target, counts](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
             target->post([target, name, counts, version = std::move(version)]() mutable {
-                target->handlers().set(name, std::move(version), counts);
+                target->set_handler(name, std::move(version), counts);
             });
         });
         registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {

@@ -79,6 +79,9 @@ public:
     /// threw (logged). Deferring is not offered there: a blocking handler may simply wait.
     static std::optional<int> run_blocking_call(CallState& call);
 
+    /// After run() answered: the call's objects, until the next run().
+    const CallState* answered() const { return current_.get(); }
+
 private:
     struct Hook final : DeferHook {
         HandlerCall* self = nullptr;

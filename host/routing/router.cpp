@@ -1,6 +1,7 @@
 #include "routing/router.hpp"
 
 #include "common/ascii.hpp"
+#include "common/clocks.hpp"
 #include "handler/handler_name.hpp"
 #include "http/uri.hpp"
 #include "routing/static_route.hpp"
@@ -35,7 +36,7 @@ bool has_single_host(const HttpRequest& request) {
 
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
-    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining),
+    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
       request_id_header_(options.request_id_header) {
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
@@ -47,6 +48,7 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
     slot_ = &slot;
     builtin_.attach_stats(shared);
     call_.attach_stats(slot);
+    cache_.attach_stats(slot);
 }
 
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, std::string& out) {
@@ -61,6 +63,14 @@ Routed Router::respond(const HttpRequest& request, const RequestContext& context
     routed.close_after = exchange.close_after;
     if (!routed.later) count_response(routed.status);
     return routed;
+}
+
+void Router::remember(const CallState& call, const HandlerVersion& version, HttpStatus status) {
+    if (call.reply.cache_seconds() == 0 || !call.reply.consistent()) return;
+    const csp_request& request = *call.view.raw();
+    const std::string_view method(request.method.data, request.method.size);
+    if (method != "GET" && method != "HEAD") return;
+    cache_.store(version, request, call.reply, status, coarse_monotonic_now_ns());
 }
 
 void Router::count_response(HttpStatus status) {
@@ -113,9 +123,20 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
         const HandlerFileIdentity& file = handler->version->file();
         if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
     }
+    const HttpRequest& request = exchange.request;
+    const bool cacheable = request.head || request.method == "GET";
+    if (cacheable && cache_.in_use())
+        if (const CachedReply* hit =
+                cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
+            if (handler->stats) bump(handler->stats->requests[status_class(code(hit->status))]);
+            ResponseHead head = exchange.head(hit->status, hit->content_type);
+            head.extra_headers = hit->extra_headers;
+            return exchange.send(head, hit->body);
+        }
     HttpStatus status = HttpStatus::ok;
     switch (call_.run(*handler, exchange, path_info, query, exchange.later, status)) {
     case CallOutcome::answered:
+        if (cacheable) remember(*call_.answered(), *handler->version, status);
         return status;
     case CallOutcome::later:
         routed.later = true;

@@ -8,6 +8,7 @@
 #include "routing/builtin_endpoints.hpp"
 #include "routing/exchange.hpp"
 #include "routing/handler_call.hpp"
+#include "routing/reply_cache.hpp"
 #include "routing/static_files.hpp"
 
 #include <string>
@@ -41,6 +42,11 @@ public:
     /// Counts a response sent later (a deferred or blocking handler's) with the others.
     void count_response(HttpStatus status);
 
+    /// A call answered later with `status`: its reply is kept if it asked to be (csp_reply_cache).
+    void remember(const CallState& call, const HandlerVersion& version, HttpStatus status);
+    /// `handler` was replaced or removed: its cached replies go.
+    void forget_cached(std::string_view handler) { cache_.forget(handler); }
+
 private:
     HttpStatus route(Exchange& exchange, Routed& routed);
     HttpStatus call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query, Routed& routed);
@@ -52,6 +58,7 @@ private:
     DateCache& date_;
     BuiltinEndpoints builtin_;
     HandlerCall call_;
+    ReplyCache cache_;
     std::string decoded_path_;
     std::uint32_t id_prefix_;     // random: ids of different loops and servers do not meet
     std::uint64_t requests_ = 0;  // this loop's, numbering its request ids

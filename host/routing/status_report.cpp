@@ -27,7 +27,7 @@ struct HandlerSummary {
 
 struct Summary {
     std::uint64_t requests[5]{}, open_connections = 0, accepted = 0, replies_owed = 0, blocking_busy = 0, blocking_queued = 0,
-                  blocking_refused = 0;
+                  blocking_refused = 0, cache_hits = 0, cache_misses = 0, cache_bytes = 0;
     std::map<std::string, HandlerSummary, std::less<>> handlers;
 };
 
@@ -40,7 +40,10 @@ Summary summarize(const SharedStats& stats) {
         sum.accepted += read(slot.accepted_connections);
         // A dead worker's connections are gone; its counters stay (they are history).
         sum.blocking_refused += read(slot.blocking_refused);
+        sum.cache_hits += read(slot.cache_hits);
+        sum.cache_misses += read(slot.cache_misses);
         if (slot.pid.load(std::memory_order_relaxed) != 0) {
+            sum.cache_bytes += read(slot.cache_bytes);
             sum.open_connections += read(slot.open_connections);
             sum.replies_owed += read(slot.replies_owed);
             sum.blocking_busy += read(slot.blocking_busy);
@@ -134,6 +137,13 @@ std::string render_metrics(const SharedStats& stats) {
     family(out, "cspd_blocking_calls_refused_total", "counter",
            "Blocking handlers' calls answered 503: every thread busy and the queue full.");
     sample(out, "cspd_blocking_calls_refused_total", "", double(sum.blocking_refused));
+    family(out, "cspd_reply_cache_hits_total", "counter", "Requests answered from the reply cache (csp_reply_cache).");
+    sample(out, "cspd_reply_cache_hits_total", "", double(sum.cache_hits));
+    family(out, "cspd_reply_cache_misses_total", "counter",
+           "Requests to handlers that cache, for which no live entry was found.");
+    sample(out, "cspd_reply_cache_misses_total", "", double(sum.cache_misses));
+    family(out, "cspd_reply_cache_bytes", "gauge", "Memory the reply cache holds now, bytes.");
+    sample(out, "cspd_reply_cache_bytes", "", double(sum.cache_bytes));
 
     unsigned workers = 0;
     const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
@@ -199,6 +209,7 @@ std::string render_status(const SharedStats& stats) {
     doc["replies_owed"] = sum.replies_owed;
     doc["blocking_calls"] = {{"running", sum.blocking_busy}, {"queued", sum.blocking_queued},
                              {"refused", sum.blocking_refused}};
+    doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
     doc["worker_restarts"] = read(stats.worker_restarts);
 
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();

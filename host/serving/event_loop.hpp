@@ -57,6 +57,11 @@ public:
 
     /// This loop's live handlers: loop thread only (updates arrive through post()).
     HandlerTable& handlers() { return handlers_; }
+    /// Installs `version` as `name`'s (null removes it) and forgets the old one's cached replies.
+    void set_handler(const std::string& name, std::shared_ptr<const HandlerVersion> version, bool count) {
+        handlers_.set(name, std::move(version), count);
+        router_.forget_cached(name);
+    }
 
     /// Blocking handlers' calls run on `pool` (set up before run()); without one they get 503.
     void attach_blocking_pool(BlockingPool& pool) { context_.blocking = &pool; }

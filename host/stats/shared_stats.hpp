@@ -85,6 +85,8 @@ struct LoopSlot {
     Counter blocking_busy, blocking_queued;  // now
     Counter blocking_refused;                // calls answered 503: every thread busy, the queue full
     Counter requests[5];  // every response, by status class
+    Counter cache_hits, cache_misses;  // the reply cache: lookups for handlers that cache
+    Counter cache_bytes;               // now
     HandlerStats handlers[kMaxTrackedHandlers];
 };
 

@@ -6,7 +6,9 @@
  *   /id               csp_request_id
  *   /log?level=L&n=K&text=T   K csp_log lines at level L; the body counts written and dropped ones
  *   /kv/get?key=K  /kv/put?key=K&value=V&ttl=S  /kv/add?key=K&delta=D  /kv/del?key=K
- *   /set-cookie?name=N&value=V&same_site=S&secure=1   csp_reply_set_cookie; 400 if refused */
+ *   /set-cookie?name=N&value=V&same_site=S&secure=1   csp_reply_set_cookie; 400 if refused
+ *   /cached?seconds=S&vary=H&cookie=1&status=C   "call N" (N counted in the shared store, so it
+ *                     survives reloads), kept by csp_reply_cache for S seconds */
 #include <csp/csp.h>
 
 #include <stdlib.h>
@@ -90,6 +92,16 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
         char op[8] = {0};
         memcpy(op, path.data + 4, path.size - 4 < 7 ? path.size - 4 : 7);
         return kv(req, reply, op);
+    }
+    if (csp_str_is(path, "/cached")) {
+        char vary[64];
+        const int64_t n = csp_kv_add(req, "toolkit:cached-calls", 1);
+        csp_reply_cache(reply, (unsigned)csp_form_int(req, "seconds", 0, 1000000, 0));
+        if (*arg(req, "vary", vary, sizeof vary)) csp_reply_cache_vary(reply, vary);
+        if (csp_form_int(req, "cookie", 0, 1, 0)) csp_reply_add_header(reply, "Set-Cookie", "c=1");
+        csp_reply_add_header(reply, "X-Made", "yes");
+        csp_reply_printf(reply, "call %lld", (long long)n);
+        return (int)csp_form_int(req, "status", 200, 599, 200);
     }
     if (csp_str_is(path, "/set-cookie")) {
         char cookie_name[128], cookie_value[256], same_site[16];

@@ -208,3 +208,99 @@ TEST_F(ToolkitNoStore, WithoutAStoreEveryCallSaysUnavailable) {
 
 }  // namespace
 }  // namespace cspd::test
+
+namespace cspd::test {
+namespace {
+
+/// The reply cache: GET and HEAD answered from memory without calling the handler, per path and
+/// query, until the entry expires; never for Set-Cookie, nor for Cookie/Authorization requests
+/// unless varied on; a new version of the handler forgets its entries; hits and misses counted.
+class ReplyCacheTest : public Toolkit {
+protected:
+    // One event loop: each loop keeps its own entries, and a new connection may land on either.
+    ReplyCacheTest() : Toolkit({"--threads", "1"}) {}
+    std::string get(const std::string& target, const std::string& headers = "") {
+        auto r = send("GET " + target + " HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n");
+        return r ? r->body : "(no answer)";
+    }
+    double metric(const std::string& name) {
+        const std::string text = fetch(server.port(), "/metrics")->body;
+        std::smatch m;
+        if (!std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+]+)"))) return -1;
+        return std::stod(m[1]);
+    }
+};
+
+TEST_F(ReplyCacheTest, AnswersLaterGetsAndHeadsFromMemoryPerPathAndQuery) {
+    const std::string kept = "/csp/toolkit/cached?seconds=60&k=1";
+    EXPECT_EQ(get(kept), "call 1");
+    auto again = fetch(server.port(), kept);
+    EXPECT_EQ(again->body, "call 1");  // the handler was not called
+    EXPECT_EQ(again->header("x-made"), "yes");
+    EXPECT_EQ(again->header("content-type"), "text/plain");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&k=2"), "call 2");  // another query: another entry
+    HttpClient client(server.port());
+    client.send("HEAD " + kept + " HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto head = client.read_response(true);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->header("content-length"), "6");
+    EXPECT_TRUE(head->body.empty());
+    EXPECT_EQ(post(kept, "text/plain", "x")->body, "call 3");  // a POST always reaches the handler
+    EXPECT_EQ(get(kept), "call 1");
+    EXPECT_EQ(metric("cspd_reply_cache_hits_total"), 3);
+    EXPECT_EQ(metric("cspd_reply_cache_misses_total"), 1);  // k=2; the first call came before any entry
+    EXPECT_GT(metric("cspd_reply_cache_bytes"), 0);
+}
+
+TEST_F(ReplyCacheTest, EntriesExpire) {
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=1"), "call 1");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=1"), "call 1");
+    std::this_thread::sleep_for(1100ms);
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=1"), "call 2");
+}
+
+TEST_F(ReplyCacheTest, PersonalRepliesAreNeverSharedByMistake) {
+    // Set-Cookie: never kept.
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&cookie=1"), "call 1");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&cookie=1"), "call 2");
+    // A request with Cookie or Authorization: neither kept nor answered from the cache...
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60", "Cookie: s=alice\r\n"), "call 3");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60", "Authorization: Basic YTpi\r\n"), "call 4");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60"), "call 5");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60", "Cookie: s=alice\r\n"), "call 6");
+    // ...unless the handler varies on it: then each cookie has its own entry.
+    const std::string varied = "/csp/toolkit/cached?seconds=60&vary=Cookie";
+    EXPECT_EQ(get(varied, "Cookie: s=alice\r\n"), "call 7");
+    EXPECT_EQ(get(varied, "Cookie: s=bob\r\n"), "call 8");
+    EXPECT_EQ(get(varied, "Cookie: s=alice\r\n"), "call 7");
+    EXPECT_EQ(get(varied, "Cookie: s=bob\r\n"), "call 8");
+    EXPECT_EQ(get(varied), "call 9");
+    EXPECT_EQ(get(varied), "call 9");
+    // 5xx is never kept.
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 10");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 11");
+}
+
+TEST_F(ReplyCacheTest, ANewVersionOfTheHandlerForgetsItsEntries) {
+    const std::string kept = "/csp/toolkit/cached?seconds=60";
+    EXPECT_EQ(get(kept), "call 1");
+    EXPECT_EQ(get(kept), "call 1");
+    // The same bytes under a new file: a new version.
+    std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so.new");
+    std::filesystem::rename(server.handlers() / "toolkit.so.new", server.handlers() / "toolkit.so");
+    ASSERT_TRUE(eventually([&] { return get(kept) == "call 2"; }, 5s));
+    EXPECT_EQ(get(kept), "call 2");
+}
+
+class ReplyCacheOff : public Toolkit {
+protected:
+    ReplyCacheOff() : Toolkit({"--cache-size", "0", "--threads", "1"}) {}
+};
+
+TEST_F(ReplyCacheOff, WithNoCacheEveryRequestCallsTheHandler) {
+    EXPECT_EQ(body("/csp/toolkit/cached?seconds=60"), "call 1");
+    EXPECT_EQ(body("/csp/toolkit/cached?seconds=60"), "call 2");
+}
+
+}  // namespace
+}  // namespace cspd::test

@@ -130,6 +130,8 @@ typedef struct csp_host_api {
                   size_t value_size, unsigned ttl_seconds);
     int (*kv_delete)(const csp_request *req, const char *key, size_t key_size);
     int (*kv_add)(const csp_request *req, const char *key, size_t key_size, int64_t delta, int64_t *result);
+    int (*reply_cache)(csp_reply *reply, unsigned seconds);
+    int (*reply_cache_vary)(csp_reply *reply, const char *header, size_t header_size);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -314,6 +316,28 @@ static inline csp_str csp_cookie(const csp_request *req, const char *name) {
  * and is sent back in X-Request-Id with --request-id-header. */
 static inline csp_str csp_request_id(const csp_request *req) {
     return req->api->request_id(req);
+}
+
+/* ---- the reply cache (2.2) -------------------------------------------- */
+
+/* Asks the host to keep this reply and answer later GET and HEAD requests for the same path and
+ * query with it, from memory and without calling the handler, for `seconds` (0: do not
+ * keep it; at most a year). Only for a reply to a GET or HEAD that is answered whole (now, or by
+ * csp_pending_finish; never a stream), with a status below 500. Never kept: a reply with a
+ * Set-Cookie header, or one to a request that carried Cookie or Authorization, unless the handler
+ * varies on that header (csp_reply_cache_vary). Each event loop keeps its own entries, at most
+ * --cache-size MiB per worker in all, least recently used evicted first; a new version of the
+ * handler forgets its entries. 0, or -1 past a year. */
+static inline int csp_reply_cache(csp_reply *reply, unsigned seconds) {
+    return reply->api->reply_cache(reply, seconds);
+}
+
+/* Makes the first value of request header `name` part of the cached reply's key (up to 8 headers):
+ * "Accept-Language", or "Cookie" for replies that differ per visitor. Every reply of a handler
+ * should name the same headers; a reply naming others starts the handler's entries afresh.
+ * 0, or -1 for a name that is not a token or a ninth header. */
+static inline int csp_reply_cache_vary(csp_reply *reply, const char *name) {
+    return reply->api->reply_cache_vary(reply, name, strlen(name));
 }
 
 /* ---- logging (2.2) ------------------------------------------------------ */

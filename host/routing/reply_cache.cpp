@@ -1,0 +1,138 @@
+#include "routing/reply_cache.hpp"
+
+#include "common/ascii.hpp"
+#include "handler/sdk_bridge.hpp"
+#include "handler/version.hpp"
+#include "stats/shared_stats.hpp"
+
+#include <algorithm>
+
+namespace cspd {
+namespace {
+
+/// True if serialized header lines ("Name: value\r\n"...) hold one called `name`.
+bool has_header_line(std::string_view lines, std::string_view name) {
+    while (!lines.empty()) {
+        const std::size_t end = lines.find("\r\n");
+        const std::string_view line = lines.substr(0, end);
+        const std::size_t colon = line.find(':');
+        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) return true;
+        if (end == std::string_view::npos) break;
+        lines.remove_prefix(end + 2);
+    }
+    return false;
+}
+
+bool varies_on(const std::vector<std::string>& vary, std::string_view name) {
+    return std::any_of(vary.begin(), vary.end(), [&](const std::string& v) { return iequals(v, name); });
+}
+
+/// A request whose answer may depend on who asks is cached only if the key says who asked.
+template <class HeaderOf>
+bool personal_and_not_varied(const std::vector<std::string>& vary, HeaderOf header_of) {
+    for (std::string_view name : {std::string_view("cookie"), std::string_view("authorization")})
+        if (header_of(name).data() && !varies_on(vary, name)) return true;
+    return false;
+}
+
+}  // namespace
+
+ReplyCache::ReplyCache(std::size_t max_bytes)
+    : max_bytes_(max_bytes), max_entry_bytes_(std::max<std::size_t>(max_bytes / 8, 1)) {}
+
+template <class HeaderOf>
+const std::string& ReplyCache::key_for(std::string_view path, std::string_view query,
+                                       const std::vector<std::string>& vary, HeaderOf header_of) {
+    key_.assign(path);
+    key_.push_back('?');
+    key_.append(query);
+    for (const std::string& name : vary) {
+        const std::string_view value = header_of(name);
+        key_.push_back('\0');
+        if (value.data()) key_.push_back('='), key_.append(value);  // absent and empty differ
+    }
+    return key_;
+}
+
+const CachedReply* ReplyCache::find(const HandlerVersion& version, std::string_view path, std::string_view query,
+                                    const HttpRequest& request, std::int64_t now_ns) {
+    const auto it = handlers_.find(std::string_view(version.name()));
+    if (it == handlers_.end()) return nullptr;
+    Handler& handler = it->second;
+    if (handler.sequence != version.sequence()) {  // a new version: what the old one said is gone
+        clear(handler);
+        handlers_.erase(it);
+        return nullptr;
+    }
+    const auto header_of = [&](std::string_view name) { return request.header(name); };
+    if (personal_and_not_varied(handler.vary, header_of)) return nullptr;
+    const auto found = handler.entries.find(std::string_view(key_for(path, query, handler.vary, header_of)));
+    if (found == handler.entries.end() || found->second.expires_ns <= now_ns) {
+        if (found != handler.entries.end()) erase(found->second);
+        if (slot_) bump(slot_->cache_misses);
+        return nullptr;
+    }
+    Entry& entry = found->second;
+    lru_.splice(lru_.begin(), lru_, entry.lru);
+    if (slot_) bump(slot_->cache_hits);
+    return &entry.reply;
+}
+
+void ReplyCache::store(const HandlerVersion& version, const csp_request& request, const HandlerReply& reply,
+                       HttpStatus status, std::int64_t now_ns) {
+    if (max_bytes_ == 0 || reply.cache_seconds() == 0 || code(status) >= 500) return;
+    if (has_header_line(reply.extra_headers(), "set-cookie")) return;
+    const auto header_of = [&](std::string_view name) {
+        const csp_str value = request.api->request_header(&request, name.data(), name.size());
+        return std::string_view(value.data, value.size);
+    };
+    const std::vector<std::string>& vary = reply.cache_vary();
+    if (personal_and_not_varied(vary, header_of)) return;
+    const std::size_t bytes = sizeof(Entry) + reply.body().size() + reply.extra_headers().size() +
+                              reply.content_type().size() + request.path.size + request.query.size + 64;
+    if (bytes > max_entry_bytes_) return;
+
+    auto [it, fresh] = handlers_.try_emplace(version.name());
+    Handler& handler = it->second;
+    if (!fresh && (handler.sequence != version.sequence() || handler.vary != vary)) clear(handler);
+    handler.sequence = version.sequence();
+    handler.vary = vary;
+    const std::string& key = key_for({request.path.data, request.path.size}, {request.query.data, request.query.size},
+                                     vary, header_of);
+    if (auto old = handler.entries.find(std::string_view(key)); old != handler.entries.end()) erase(old->second);
+    while (bytes_ + bytes > max_bytes_ && !lru_.empty()) erase(*lru_.back());
+
+    auto [slot, inserted] = handler.entries.try_emplace(key);
+    Entry& entry = slot->second;
+    entry.reply = {status, std::string(reply.content_type()), std::string(reply.extra_headers()),
+                   std::string(reply.body())};
+    entry.expires_ns = now_ns + std::int64_t(reply.cache_seconds()) * 1'000'000'000;
+    entry.bytes = bytes;
+    entry.handler = &handler;
+    entry.key = &slot->first;
+    lru_.push_front(&entry);
+    entry.lru = lru_.begin();
+    bytes_ += bytes;
+    if (slot_) slot_->cache_bytes.store(bytes_, std::memory_order_relaxed);
+}
+
+void ReplyCache::forget(std::string_view name) {
+    const auto it = handlers_.find(name);
+    if (it == handlers_.end()) return;
+    clear(it->second);
+    handlers_.erase(it);
+}
+
+void ReplyCache::erase(Entry& entry) {
+    bytes_ -= entry.bytes;
+    lru_.erase(entry.lru);
+    Handler& handler = *entry.handler;
+    handler.entries.erase(handler.entries.find(std::string_view(*entry.key)));
+    if (slot_) slot_->cache_bytes.store(bytes_, std::memory_order_relaxed);
+}
+
+void ReplyCache::clear(Handler& handler) {
+    while (!handler.entries.empty()) erase(handler.entries.begin()->second);
+}
+
+}  // namespace cspd
