@@ -25,19 +25,23 @@ TEST(Seqlock, ReadsWhatWasWritten) {
 
 TEST(Seqlock, ReadersNeverSeeHalfAnUpdate) {
     Seqlock<Pair> lock;
-    std::atomic<bool> stop{false};
+    std::atomic<bool> reading{false}, stop{false};
     std::thread writer([&] {
+        // On a loaded machine the writer could finish before the reader first runs: wait for it,
+        // so that reads and writes overlap.
+        while (!reading) std::this_thread::yield();
         for (std::uint64_t i = 1; i <= 200000; ++i) lock.write([i](Pair& p) { p.a = i, p.b = i; });
         stop = true;
     });
     std::uint64_t reads = 0, torn = 0, last = 0, backwards = 0;
-    while (!stop) {
+    reading = true;
+    do {
         const Pair p = lock.read();
         ++reads;
         torn += p.a != p.b;
         backwards += p.a < last;
         last = p.a;
-    }
+    } while (!stop);
     writer.join();
     EXPECT_GT(reads, 0u);
     EXPECT_EQ(torn, 0u);
