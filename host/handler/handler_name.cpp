@@ -22,4 +22,13 @@ std::string handler_name_of_file(std::string_view file_name, bool sources) {
     return {};
 }
 
+std::string handler_name_of_config(std::string_view file_name) {
+    for (std::string_view suffix : {".conf", ".json"}) {
+        if (file_name.size() <= suffix.size() || !file_name.ends_with(suffix)) continue;
+        const std::string_view name = file_name.substr(0, file_name.size() - suffix.size());
+        return is_valid_handler_name(name) ? std::string(name) : std::string{};
+    }
+    return {};
+}
+
 }  // namespace cspd

@@ -13,4 +13,7 @@ bool is_valid_handler_name(std::string_view name) noexcept;
 /// file name is not a handler's.
 std::string handler_name_of_file(std::string_view file_name, bool sources = false);
 
+/// "hello" for "hello.conf" and "hello.json", a handler's configuration; empty otherwise.
+std::string handler_name_of_config(std::string_view file_name);
+
 }  // namespace cspd

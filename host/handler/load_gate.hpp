@@ -20,9 +20,10 @@ struct GateVerdict {
 
 class LoadGate {
 public:
-    /// `image` is a private copy of the file, whose identity (size, hash) is `file`.
+    /// `image` is a private copy of the file, whose identity (size, hash) is `file`; its
+    /// configuration is in `config_folder`.
     virtual GateVerdict check(const std::string& name, const std::filesystem::path& image,
-                              const HandlerFileIdentity& file) = 0;
+                              const HandlerFileIdentity& file, const std::filesystem::path& config_folder) = 0;
 
 protected:
     ~LoadGate() = default;

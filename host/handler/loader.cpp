@@ -1,5 +1,8 @@
 #include "handler/loader.hpp"
 
+#include "handler/handler_config.hpp"
+#include "handler/init_context.hpp"
+
 #include "common/handler_code.hpp"
 #include "common/unique_fd.hpp"
 #include "handler/elf_check.hpp"
@@ -24,8 +27,7 @@ constexpr std::uint64_t kMaxHandlerFile = 512ull << 20;
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
-std::uint64_t fnv1a64(std::string_view bytes) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
     for (unsigned char c : bytes) {
         h ^= c;
         h *= 0x100000001b3ull;
@@ -162,6 +164,7 @@ std::string abi_text(unsigned version) {
 struct EntryCheck {
     HandlerEntry entry;
     csp_init_fn init = nullptr;
+    csp_init_context_fn init_with_context = nullptr;  // 2.2
     std::string why;
     LoadError error = LoadError::none;
 };
@@ -210,9 +213,28 @@ EntryCheck check_descriptor(const void* symbol) {
     check.entry.cleanup = descriptor->cleanup;
     check.entry.blocking = (descriptor->flags & CSP_HANDLER_BLOCKING) != 0;
     check.init = descriptor->init;
+    // A descriptor built before 2.2 ends before this field.
+    if (descriptor->descriptor_size >=
+        offsetof(csp_handler_descriptor, init_with_context) + sizeof descriptor->init_with_context)
+        check.init_with_context = descriptor->init_with_context;
     return check;
 }
 }  // namespace
+
+std::uint64_t HandlerLoader::config_stamp(const std::filesystem::path& folder, const std::string& name) {
+    std::uint64_t stamp = 0;
+    for (const char* extension : {".conf", ".json"}) {  // both: a second file appearing is a change too
+        struct stat st;
+        if (::stat((folder / (name + extension)).c_str(), &st) != 0) continue;
+        const HandlerFileIdentity id = identity_of(st);
+        char text[128];
+        const int n = std::snprintf(text, sizeof text, "%s %llu %llu %llu %lld %lld", extension,
+                                    (unsigned long long)id.device, (unsigned long long)id.inode,
+                                    (unsigned long long)id.size, (long long)id.mtime_ns, (long long)id.ctime_ns);
+        stamp = fnv1a64({text, static_cast<std::size_t>(n)}, stamp ? stamp : 0xcbf29ce484222325ull) | 1;  // never 0
+    }
+    return stamp;
+}
 
 HandlerLoader::~HandlerLoader() {
     std::error_code ec;
@@ -235,8 +257,10 @@ LoadResult failure(LoadError error, std::string reason) {
 }
 }  // namespace
 
-LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file) {
+LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file,
+                               const std::filesystem::path& config_folder) {
     using enum LoadError;
+    const std::filesystem::path config_dir = config_folder.empty() ? file.parent_path() : config_folder;
     UniqueFd source(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     if (!source) return failure(unreadable, "cannot open: " + errno_text(errno));
     struct stat before, after;
@@ -261,6 +285,12 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
     HandlerFileIdentity identity = identity_of(before);
     identity.content_hash = fnv1a64(image);
+    // The configuration is part of the version: a new one is a new version, with its own hash (so a
+    // version fenced for crashing in init with one configuration is not fenced with the next).
+    identity.config_stamp = config_stamp(config_dir, name);
+    HandlerConfig::Read config = HandlerConfig::read(config_dir, name);
+    if (!config.error.empty()) return failure(bad_config, "configuration refused: " + config.error);
+    if (config.config) identity.content_hash = fnv1a64(config.config->text(), fnv1a64("\n--config--\n", identity.content_hash));
 
     // A unique private name per version: dlopen never sees a path or inode twice.
     const std::uint64_t sequence = next_sequence_++;
@@ -275,7 +305,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     }
 
     if (gate_) {
-        GateVerdict verdict = gate_->check(name, copy, identity);
+        GateVerdict verdict = gate_->check(name, copy, identity, config_dir);
         if (!verdict.pass) {
             ::unlink(copy.c_str());
             return failure(gated, std::move(verdict.reason));
@@ -316,12 +346,14 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     const EntryCheck check = check_descriptor(&library->get<const unsigned>("csp_handler"));
     if (check.error != none) return failure(check.error, check.why);
     void* state = nullptr;
-    if (check.init) {
+    if (check.init || check.init_with_context) {
         int rc = 0;
         if (on_phase_) on_phase_(HandlerPhase::init, label);
         RunningHandler marker(label, HandlerPhase::init);
+        const HandlerConfig none;
+        InitContext context(name, label, config.config ? *config.config : none, worker_index_, worker_count_);
         try {
-            rc = check.init(&state);
+            rc = check.init_with_context ? check.init_with_context(context.raw(), &state) : check.init(&state);
         } catch (const std::exception& e) {
             return failure(init_failed, std::string("init threw: ") + e.what());
         } catch (...) {

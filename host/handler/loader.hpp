@@ -27,6 +27,7 @@ enum class LoadError {
     wrong_abi,
     bad_descriptor,
     init_failed,  ///< init returned nonzero or threw
+    bad_config,   ///< NAME.conf / NAME.json cannot be read or parsed
     io_error,     ///< the private copy could not be written
     gated,        ///< the load gate said no (fenced, or it failed when tried elsewhere)
 };
@@ -53,8 +54,17 @@ public:
     using PhaseObserver = std::function<void(HandlerPhase, const HandlerLabel&)>;
     void on_phase(PhaseObserver observer) { on_phase_ = std::move(observer); }
 
-    /// Loads `file` as handler `name`. Blocking (file I/O, dlopen, init): not for an event loop.
-    LoadResult load(const std::string& name, const std::filesystem::path& file);
+    /// What init is told of its process: CSP_VETTING as `index` in a vetting process.
+    void set_worker(unsigned index, unsigned count) { worker_index_ = index, worker_count_ = count; }
+
+    /// Loads `file` as handler `name`, with its configuration from `config_folder` (NAME.conf or
+    /// NAME.json; empty: the file's own folder). Blocking (file I/O, dlopen, init): not for an event loop.
+    LoadResult load(const std::string& name, const std::filesystem::path& file,
+                    const std::filesystem::path& config_folder = {});
+
+    /// Which configuration file `name` has in `folder` now (its identity, hashed; 0: none), so a
+    /// watcher sees a changed configuration as a new version.
+    static std::uint64_t config_stamp(const std::filesystem::path& folder, const std::string& name);
 
     /// Why `file` must not be trusted (see the constructor), or empty; always empty without strict modes.
     std::string untrusted(const std::filesystem::path& file) const;
@@ -73,6 +83,7 @@ private:
     std::uint64_t next_sequence_ = 1;
     LoadGate* gate_ = nullptr;
     PhaseObserver on_phase_;
+    unsigned worker_index_ = 0, worker_count_ = 1;
 };
 
 }  // namespace cspd

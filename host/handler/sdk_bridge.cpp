@@ -167,7 +167,8 @@ const csp_host_api& host_api() {
                                   &ToolkitApi::form_arg, &ToolkitApi::arg_at, &ToolkitApi::header_at,
                                   &ToolkitApi::cookie, &ToolkitApi::request_id, &ToolkitApi::log,
                                   &ToolkitApi::kv_get, &ToolkitApi::kv_put, &ToolkitApi::kv_delete,
-                                  &ToolkitApi::kv_add, &ToolkitApi::reply_cache, &ToolkitApi::reply_cache_vary};
+                                  &ToolkitApi::kv_add, &ToolkitApi::reply_cache, &ToolkitApi::reply_cache_vary,
+                                  &ToolkitApi::config, &ToolkitApi::config_at, &ToolkitApi::init_log};
     return api;
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "handler/host_services.hpp"
+#include "handler/init_context.hpp"
 #include "handler/sdk_bridge.hpp"
 #include "http/cookie_header.hpp"
 #include "http/form_fields.hpp"
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstdio>
 #include <new>
 
 namespace cspd {
@@ -266,6 +268,54 @@ int ToolkitApi::reply_cache_vary(csp_reply* r, const char* header, size_t size) 
         reply.cache_vary_.emplace_back(name);
     } catch (const std::bad_alloc&) {
         return -1;
+    }
+    return 0;
+}
+
+InitContext::InitContext(const std::string& name, const HandlerLabel& label, const HandlerConfig& config,
+                         unsigned worker_index, unsigned worker_count)
+    : config_(config) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s.so#%llu (%llu bytes, fnv %016llx)", label.name,
+                  static_cast<unsigned long long>(label.sequence), static_cast<unsigned long long>(label.size),
+                  static_cast<unsigned long long>(label.content_hash));
+    describe_ = text;
+    raw_.size = sizeof raw_;
+    raw_.api = &host_api();
+    raw_.name = {name.data(), name.size()};
+    raw_.worker_index = worker_index;
+    raw_.worker_count = worker_count;
+    raw_.host = this;
+}
+
+csp_str ToolkitApi::config(const csp_init_context* ctx, const char* key, size_t key_size) noexcept {
+    if (!ctx || !key) return kAbsent;
+    const std::string* value = InitContext::of(ctx).config().find({key, key_size});
+    return value ? to_csp(*value) : kAbsent;
+}
+
+int ToolkitApi::config_at(const csp_init_context* ctx, size_t index, csp_str* key, csp_str* value) noexcept {
+    if (!ctx || !key || !value) return -1;
+    const auto& entries = InitContext::of(ctx).config().entries();
+    if (index >= entries.size()) return -1;
+    *key = to_csp(entries[index].first);
+    *value = to_csp(entries[index].second);
+    return 0;
+}
+
+int ToolkitApi::init_log(const csp_init_context* ctx, int level, const char* text, size_t size) noexcept {
+    static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
+                                                            spdlog::level::warn, spdlog::level::err};
+    if (!ctx || level < CSP_LOG_DEBUG || level > CSP_LOG_ERROR || (!text && size)) return -1;
+    InitContext& context = InitContext::of(ctx);
+    if (context.log_lines_left() == 0) return 1;
+    --context.log_lines_left();
+    try {
+        std::string safe;
+        spdlog::log(kLevels[level], "handler {} [init]: {}", context.describe(),
+                    spdlog_safe({text ? text : "", std::min<size_t>(size, 2000)}, safe));
+    } catch (...) {
+        return 1;
     }
     return 0;
 }

@@ -29,6 +29,9 @@ struct ToolkitApi {
     static int kv_add(const csp_request* req, const char* key, size_t key_size, int64_t delta,
                       int64_t* result) noexcept;
     static int reply_cache(csp_reply* reply, unsigned seconds) noexcept;
+    static csp_str config(const csp_init_context* ctx, const char* key, size_t key_size) noexcept;
+    static int config_at(const csp_init_context* ctx, size_t index, csp_str* key, csp_str* value) noexcept;
+    static int init_log(const csp_init_context* ctx, int level, const char* text, size_t size) noexcept;
     static int reply_cache_vary(csp_reply* reply, const char* header, size_t size) noexcept;
 };
 

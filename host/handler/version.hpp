@@ -25,11 +25,12 @@ struct HandlerFileIdentity {
     std::uint64_t size = 0;
     std::int64_t mtime_ns = 0;
     std::int64_t ctime_ns = 0;       ///< unlike mtime, no user can set it back: catches same-size same-mtime copies
-    std::uint64_t content_hash = 0;  ///< FNV-1a 64 of the bytes, for logs and status
+    std::uint64_t content_hash = 0;  ///< FNV-1a 64 of the bytes (and the configuration's, if any), for logs and status
+    std::uint64_t config_stamp = 0;  ///< which NAME.conf / NAME.json file was beside it (0: none)
 
     bool same_file_as(const HandlerFileIdentity& o) const {
         return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns &&
-               ctime_ns == o.ctime_ns;
+               ctime_ns == o.ctime_ns && config_stamp == o.config_stamp;
     }
 };
 

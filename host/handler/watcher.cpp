@@ -80,6 +80,7 @@ struct HandlerWatcher::Impl {
 
     void on_event(const std::string& file, std::uint32_t mask) {
         std::string name = handler_name_of_file(file, options.compiler != nullptr);
+        if (name.empty()) name = handler_name_of_config(file);  // a new configuration reloads its handler
         if (name.empty()) return;
         // IN_CREATE alone is a file still being written, unless it is a link that arrives whole.
         if ((mask & IN_CREATE) && !(mask & IN_ISDIR)) {
@@ -111,6 +112,7 @@ struct HandlerWatcher::Impl {
         HandlerFileIdentity on_disk;
         const std::filesystem::path library = folder / (name + ".so");
         if (HandlerLoader::identify(library, on_disk)) {
+            on_disk.config_stamp = HandlerLoader::config_stamp(folder, name);  // a new configuration: a new version
             load(name, library, on_disk);
             return;
         }
@@ -133,7 +135,7 @@ struct HandlerWatcher::Impl {
     void load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk) {
         if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
 
-        LoadResult result = loader.load(name, file);
+        LoadResult result = loader.load(name, file, folder);
         if (result.error == LoadError::changing ||
             (result.error == LoadError::incomplete && ++incomplete_retries[name] <= kMaxIncompleteRetries)) {
             spdlog::debug("handler {}: {}; looking again shortly", name, result.reason);
@@ -195,7 +197,7 @@ struct HandlerWatcher::Impl {
         }
         seen[name] = on_disk;
         if (result.ok) {
-            LoadResult loaded = loader.load(name, result.output);
+            LoadResult loaded = loader.load(name, result.output, folder);
             std::error_code ec;
             std::filesystem::remove(result.output, ec);
             install_or_refuse(name, source, std::move(loaded));

@@ -51,7 +51,8 @@ void parse_lines(std::string& pending, ChildReport& report) {
 
 /// Runs the child and reads its report until it closes the pipe, or the deadline of the phase
 /// it is in passes (then it is killed).
-ChildReport run_child(const std::string& name, const std::filesystem::path& image, std::chrono::seconds limit,
+ChildReport run_child(const std::string& name, const std::filesystem::path& image,
+                      const std::filesystem::path& config_folder, unsigned workers, std::chrono::seconds limit,
                       std::string& error) {
     ChildReport report;
     int fds[2];
@@ -64,8 +65,10 @@ ChildReport run_child(const std::string& name, const std::filesystem::path& imag
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, write_end.get(), kReportFd);
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    std::string program = "cspd", verb = "__vet", name_text = name, image_text = image.string();
-    char* argv[] = {program.data(), verb.data(), name_text.data(), image_text.data(), nullptr};
+    std::string program = "cspd", verb = "__vet", name_text = name, image_text = image.string(),
+                config_text = config_folder.string(), workers_text = std::to_string(workers);
+    char* argv[] = {program.data(),     verb.data(),        name_text.data(), image_text.data(),
+                    config_text.data(), workers_text.data(), nullptr};
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_t attributes;
@@ -119,11 +122,12 @@ std::string describe_death(int status) {
 
 }  // namespace
 
-HandlerVetting::HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions)
-    : init_timeout_(init_timeout), stats_(stats), try_versions_(try_versions) {}
+HandlerVetting::HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions,
+                               unsigned workers)
+    : init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions) {}
 
 GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem::path& image,
-                                  const HandlerFileIdentity& file) {
+                                  const HandlerFileIdentity& file, const std::filesystem::path& config_folder) {
     const Key key{name, file.size, file.content_hash};
     if (auto it = fenced_.find(key); it != fenced_.end()) return it->second;
     if (stats_) {
@@ -132,15 +136,16 @@ GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem
             return {false, true, std::string("fenced: this version brought a worker down ") + phase_text(phase)};
     }
     if (!try_versions_) return {};
-    GateVerdict verdict = vet(name, image);
+    GateVerdict verdict = vet(name, image, config_folder);
     if (verdict.fenced) fenced_[key] = verdict;
     return verdict;
 }
 
-GateVerdict HandlerVetting::vet(const std::string& name, const std::filesystem::path& image) {
+GateVerdict HandlerVetting::vet(const std::string& name, const std::filesystem::path& image,
+                                const std::filesystem::path& config_folder) {
     const auto started = Clock::now();
     std::string error;
-    const ChildReport report = run_child(name, image, init_timeout_, error);
+    const ChildReport report = run_child(name, image, config_folder, workers_, init_timeout_, error);
     if (!error.empty()) {
         // Vetting could not run (no processes left, say): let the load go on unvetted rather than
         // refuse every handler.
@@ -163,7 +168,7 @@ GateVerdict HandlerVetting::vet(const std::string& name, const std::filesystem::
 }
 
 int run_vetting_child(int argc, char** argv) {
-    if (argc < 3) return 2;
+    if (argc < 5) return 2;
     // The vetting process dies with the one that asked.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd-vet"));
@@ -181,7 +186,8 @@ int run_vetting_child(int argc, char** argv) {
         loader.on_phase([&](HandlerPhase phase, const HandlerLabel&) {
             if (phase != HandlerPhase::none) say(phase == HandlerPhase::init ? "init" : "load");
         });
-        LoadResult result = loader.load(argv[1], argv[2]);
+        loader.set_worker(CSP_VETTING, static_cast<unsigned>(std::strtoul(argv[4], nullptr, 10)));
+        LoadResult result = loader.load(argv[1], argv[2], argv[3]);
         if (!result.version) {
             std::string reason = result.reason;
             for (char& c : reason)

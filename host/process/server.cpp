@@ -115,9 +115,11 @@ int Server::run() {
     asio::signal_set requests(control, SIGHUP, SIGUSR1);
     unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
     HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
+    const unsigned workers = std::max(1u, config_.workers);
+    loader.set_worker(role_ ? role_->index : 0, workers);
     // Each new version is tried in a short-lived process before this one loads it (unless
     // --no-vetting), and none the master has fenced is loaded.
-    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers);
+    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers, workers);
     loader.set_gate(&vetting);
     // The master times loads and inits (--init-timeout): one that passed vetting may still hang here.
     LoopSlot& first = stats.slots[first_slot];

@@ -8,4 +8,4 @@ static int handle(const csp_request *req, csp_reply *reply) {
 }
 
 CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {
-    3u << 16, sizeof(csp_handler_descriptor), handle, NULL, NULL, 0u};
+    3u << 16, sizeof(csp_handler_descriptor), handle, NULL, NULL, 0u, NULL};

@@ -8,4 +8,4 @@ static int handle(const csp_request *req, csp_reply *reply) {
 }
 
 CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {
-    (CSP_ABI_MAJOR << 16) | (CSP_ABI_MINOR + 1), sizeof(csp_handler_descriptor), handle, NULL, NULL, 0u};
+    (CSP_ABI_MAJOR << 16) | (CSP_ABI_MINOR + 1), sizeof(csp_handler_descriptor), handle, NULL, NULL, 0u, NULL};

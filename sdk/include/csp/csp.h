@@ -84,6 +84,8 @@ typedef void (*csp_timer_fn)(csp_pending *pending, void *user_data);
 typedef void (*csp_fd_fn)(csp_pending *pending, int fd, unsigned events, void *user_data);
 typedef void (*csp_done_fn)(csp_pending *pending, void *user_data);
 typedef void (*csp_writable_fn)(csp_stream *stream, void *user_data);
+/* What init is told with CSP_HANDLER_WITH_CONTEXT (2.2). */
+typedef struct csp_init_context csp_init_context;
 
 /* Services the host implements; handlers reach them through the inline
  * functions below, never directly. Grows only at the end. */
@@ -132,6 +134,9 @@ typedef struct csp_host_api {
     int (*kv_add)(const csp_request *req, const char *key, size_t key_size, int64_t delta, int64_t *result);
     int (*reply_cache)(csp_reply *reply, unsigned seconds);
     int (*reply_cache_vary)(csp_reply *reply, const char *header, size_t header_size);
+    csp_str (*config)(const csp_init_context *ctx, const char *key, size_t key_size);
+    int (*config_at)(const csp_init_context *ctx, size_t index, csp_str *key, csp_str *value);
+    int (*init_log)(const csp_init_context *ctx, int level, const char *text, size_t size);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -171,12 +176,26 @@ struct csp_reply {
     void *host; /* host-private */
 };
 
+/* What an init of CSP_HANDLER_WITH_CONTEXT is told (2.2); valid during init only. Grows only at the end. */
+struct csp_init_context {
+    size_t size;            /* bytes of this struct the host fills */
+    const csp_host_api *api;
+    csp_str name;           /* the handler's name: "hello" for hello.so */
+    unsigned worker_index;  /* which worker process loads it, 0 .. worker_count - 1; CSP_VETTING
+                             * while it is tried in the short-lived vetting process */
+    unsigned worker_count;  /* worker processes of this server (1 with --single-process) */
+    const void *host;       /* host-private */
+};
+#define CSP_VETTING 0xFFFFFFFFu
+
 typedef int (*csp_handle_fn)(const csp_request *req, csp_reply *reply);
 /* Called once on load; store per-version state in *state. Nonzero refuses the load. */
 typedef int (*csp_init_fn)(void **state);
 /* Called once before unload, after the last request on this version, and after every
  * deferred reply of this version has been finished. */
 typedef void (*csp_cleanup_fn)(void *state);
+/* 2.2: init with a context: the handler's name, its worker, its configuration (csp_config). */
+typedef int (*csp_init_context_fn)(const csp_init_context *ctx, void **state);
 
 /* csp_handler_descriptor.flags */
 #define CSP_HANDLER_BLOCKING 1u /* calls run on the worker's thread pool, never on an event loop */
@@ -189,6 +208,7 @@ typedef struct csp_handler_descriptor {
     csp_init_fn init;         /* optional */
     csp_cleanup_fn cleanup;   /* optional */
     unsigned flags;           /* 2.0: CSP_HANDLER_BLOCKING */
+    csp_init_context_fn init_with_context; /* 2.2: optional; called instead of `init` */
 } csp_handler_descriptor;
 
 #ifdef __cplusplus
@@ -197,20 +217,27 @@ typedef struct csp_handler_descriptor {
 #define CSP_EXTERN_C
 #endif
 
-#define CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, flags)                     \
+#define CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, flags, context_init_fn)  \
     CSP_EXTERN_C CSP_EXPORT const csp_handler_descriptor csp_handler = {          \
         CSP_ABI_VERSION, (unsigned)sizeof(csp_handler_descriptor), (handle_fn),   \
-        (init_fn), (cleanup_fn), (flags)};
+        (init_fn), (cleanup_fn), (flags), (context_init_fn)};
 
 #define CSP_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
-    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, 0u)
+    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, 0u, NULL)
 #define CSP_HANDLER(handle_fn) CSP_HANDLER_WITH_HOOKS(handle_fn, NULL, NULL)
 
 /* A handler that may block (a synchronous database call, a slow file): the host runs its
  * calls on a per-worker thread pool (--blocking-threads) and sends the reply from the loop. */
 #define CSP_BLOCKING_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
-    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, CSP_HANDLER_BLOCKING)
+    CSP_DESCRIPTOR_(handle_fn, init_fn, cleanup_fn, CSP_HANDLER_BLOCKING, NULL)
 #define CSP_BLOCKING_HANDLER(handle_fn) CSP_BLOCKING_HANDLER_WITH_HOOKS(handle_fn, NULL, NULL)
+
+/* 2.2: `init_fn` is `int init(const csp_init_context *ctx, void **state)`: it is told the handler's
+ * name, its worker and its configuration (csp_config). */
+#define CSP_HANDLER_WITH_CONTEXT(handle_fn, init_fn, cleanup_fn) \
+    CSP_DESCRIPTOR_(handle_fn, NULL, cleanup_fn, 0u, init_fn)
+#define CSP_BLOCKING_HANDLER_WITH_CONTEXT(handle_fn, init_fn, cleanup_fn) \
+    CSP_DESCRIPTOR_(handle_fn, NULL, cleanup_fn, CSP_HANDLER_BLOCKING, init_fn)
 
 /* ---- reply ---------------------------------------------------------- */
 
@@ -338,6 +365,33 @@ static inline int csp_reply_cache(csp_reply *reply, unsigned seconds) {
  * 0, or -1 for a name that is not a token or a ninth header. */
 static inline int csp_reply_cache_vary(csp_reply *reply, const char *name) {
     return reply->api->reply_cache_vary(reply, name, strlen(name));
+}
+
+/* ---- configuration (2.2) ---------------------------------------------- */
+
+/* The value of `key` in the handler's configuration: NAME.conf ("key = value" lines) or NAME.json
+ * (an object; nested keys dotted: "db.host") beside NAME.so, read when the version loads; a change
+ * to the file loads the handler again. `.data == NULL` if the key is absent or there is no file.
+ * During init only: copy what you need into the state. */
+static inline csp_str csp_config(const csp_init_context *ctx, const char *key) {
+    return ctx->api->config(ctx, key, strlen(key));
+}
+
+/* Entry number `index` of the configuration, in the file's order. 0, or -1 past the last. */
+static inline int csp_config_at(const csp_init_context *ctx, size_t index, csp_str *key, csp_str *value) {
+    return ctx->api->config_at(ctx, index, key, value);
+}
+
+/* As csp_log, from init: tagged with the handler's name and the file being loaded. */
+__attribute__((format(printf, 3, 4)))
+static inline int csp_init_log(const csp_init_context *ctx, int level, const char *format, ...) {
+    char line[2048];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    if (n < 0) return -1;
+    return ctx->api->init_log(ctx, level, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 /* ---- logging (2.2) ------------------------------------------------------ */
