@@ -68,6 +68,12 @@ Invocation parse_command_line(int argc, char** argv) {
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
     app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
         ->capture_default_str();
+    app.add_option("--body-memory", config.body_memory_bytes,
+                   "bodies larger than this, bytes (up to --max-body), are written to a temporary file as they "
+                   "arrive and handed to handlers mapped from it (0: all in memory)")
+        ->capture_default_str();
+    std::string upload_dir;
+    app.add_option("--upload-dir", upload_dir, "where those files go (default: TMPDIR, or /tmp)");
     app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
         ->capture_default_str();
     app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
@@ -168,6 +174,7 @@ Invocation parse_command_line(int argc, char** argv) {
     if (config.threads == 0) config.threads = 1;
     config.status_endpoints = !no_status;
     config.log_file = log_file;
+    config.upload_dir = upload_dir;
     config.strict_handler_modes = !insecure_handlers;
     config.vet_handlers = !no_vetting;
     config.sdk_include = sdk_include;

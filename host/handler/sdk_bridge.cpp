@@ -222,7 +222,8 @@ void HandlerRequestView::keep() {
     r = *request_;
     r.method = kept->store(request_->method);
     r.target = kept->store(request_->target);
-    r.body = kept->store(request_->body);
+    // A spilled body is a mapping the request co-owns: kept by reference, never copied.
+    r.body = request_->body_owner ? request_->body : kept->store(request_->body);
     kept->headers.reserve(request_->headers.size());
     for (const HttpHeader& h : request_->headers) kept->headers.push_back({kept->store(h.name), kept->store(h.value)});
     r.headers = kept->headers;

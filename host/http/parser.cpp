@@ -82,6 +82,7 @@ void HttpParser::release_memory() {
 }
 
 const char* HttpParser::error_reason() const {
+    if (status_ == Status::spill_failed) return spill_error_.c_str();
     const char* reason = llhttp_get_error_reason(&parser_);
     return reason ? reason : "malformed request";
 }
@@ -122,6 +123,7 @@ int HttpParser::on_message_begin(llhttp_t* p) {
     s.head_bytes_ = 0;
     s.head_.clear();
     s.body_.clear();
+    s.spill_.reset();
     s.target_ = {};
     s.last_field_ = Field::none;
     s.spans_.clear();
@@ -196,6 +198,10 @@ int HttpParser::on_headers_complete(llhttp_t* p) {
         s.status_ = Status::body_too_large;  // refuse before reading any of it
         return -1;
     }
+    // A body known to be large goes to its file from the first byte, never through memory.
+    if ((p->flags & F_CONTENT_LENGTH) && s.limits_.memory_body_bytes &&
+        p->content_length > s.limits_.memory_body_bytes && !s.start_spill())
+        return -1;
     // RFC 9110 §10.1.1: an HTTP/1.1 client waiting to send a body gets a 100 first.
     const bool body_follows = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
     if (body_follows && p->http_major == 1 && p->http_minor >= 1) {
@@ -214,12 +220,36 @@ int HttpParser::on_headers_complete(llhttp_t* p) {
 
 int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
-    if (s.body_.size() + length > s.limits_.max_body_bytes) {
+    const std::size_t so_far = s.spill_ ? s.spill_->size() : s.body_.size();
+    if (so_far + length > s.limits_.max_body_bytes) {
         s.status_ = Status::body_too_large;
         return -1;
     }
+    if (!s.spill_ && s.limits_.memory_body_bytes && so_far + length > s.limits_.memory_body_bytes &&
+        !s.start_spill())
+        return -1;
+    if (s.spill_) {
+        if (!s.spill_->append({at, length}, s.spill_error_)) {
+            s.status_ = Status::spill_failed;
+            return -1;
+        }
+        return 0;
+    }
     s.body_.append(at, length);
     return 0;
+}
+
+bool HttpParser::start_spill() {
+    spill_ = SpilledBody::create(limits_.spill_folder.empty() ? std::filesystem::temp_directory_path()
+                                                              : limits_.spill_folder,
+                                 spill_error_);
+    if (!spill_ || !spill_->append(body_, spill_error_)) {
+        spill_.reset();
+        status_ = Status::spill_failed;
+        return false;
+    }
+    std::string().swap(body_);
+    return true;
 }
 
 HttpRequest HttpParser::complete_request() {
@@ -233,6 +263,11 @@ HttpRequest HttpParser::complete_request() {
                             std::string_view(base + h.value.offset, h.value.size)});
     request.headers = headers_;
     request.body = body_;
+    if (spill_) {
+        if (!spill_->finish(spill_error_)) return request;  // the caller sees spill_ still set and fails
+        request.body = spill_->view();
+        request.body_owner = std::move(spill_);
+    }
     request.http_major = parser_.http_major;
     request.http_minor = parser_.http_minor;
     // An Upgrade we do not speak: answer this request, then close rather than guess what follows.
@@ -244,7 +279,12 @@ HttpRequest HttpParser::complete_request() {
 int HttpParser::on_message_complete(llhttp_t* p) {
     HttpParser& s = self(p);
     s.in_message_ = false;
-    switch (s.sink_->on_request(s.complete_request())) {
+    const HttpRequest request = s.complete_request();
+    if (s.spill_) {  // its file could not be mapped
+        s.status_ = Status::spill_failed;
+        return -1;
+    }
+    switch (s.sink_->on_request(request)) {
     case SinkAction::proceed: return 0;
     case SinkAction::pause: s.status_ = Status::paused; return HPE_PAUSED;
     case SinkAction::stop: s.status_ = Status::stopped; return HPE_PAUSED;

@@ -5,11 +5,14 @@
 #pragma once
 
 #include "http/request.hpp"
+#include "http/spilled_body.hpp"
 
 #include <llhttp.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +40,10 @@ protected:
 struct ParseLimits {
     std::size_t max_head_bytes = 8 * 1024;  ///< request line + headers
     std::size_t max_body_bytes = 1024 * 1024;
+    /// Bodies over this (up to max_body_bytes) go to a temporary file in `spill_folder` as they
+    /// arrive (SpilledBody); 0: every body stays in memory.
+    std::size_t memory_body_bytes = 0;
+    std::filesystem::path spill_folder;
 };
 
 class HttpParser {
@@ -51,6 +58,7 @@ public:
         uri_too_long,    ///< the request-target alone is over the head limit: answer 414 and close
         bad_version,     ///< not HTTP/1.x: answer 505 and close
         body_too_large,  ///< answer 413 and close
+        spill_failed,    ///< a large body could not be written to its temporary file: answer 503 and close
     };
 
     explicit HttpParser(ParseLimits limits = {});
@@ -67,7 +75,7 @@ public:
     /// Between requests: frees the buffers kept for reuse, so an idle connection is small.
     void release_memory();
 
-    /// llhttp's reason for the last bad_request, for the log.
+    /// llhttp's reason for the last bad_request (or why a spill failed), for the log.
     const char* error_reason() const;
 
     /// True while a request has begun but not completed.
@@ -102,6 +110,8 @@ private:
     void keep_partial_head(const char* input_end);
     /// The request as views, for the sink.
     HttpRequest complete_request();
+    /// Moves the body to a temporary file from here on; false (status set) if it cannot.
+    bool start_spill();
 
     llhttp_t parser_;
     ParseLimits limits_;
@@ -121,6 +131,8 @@ private:
     Span target_;
     std::string head_;
     std::string body_;
+    std::shared_ptr<SpilledBody> spill_;  // the current request's body, once it is over memory_body_bytes
+    std::string spill_error_;
     std::vector<HeaderSpan> spans_;    // the current request's headers, as offsets
     std::vector<HttpHeader> headers_;  // the same as views, for the request handed to the sink
 };

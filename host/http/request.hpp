@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -20,6 +21,9 @@ struct HttpRequest {
     std::string_view target;  ///< raw request-target, e.g. "/csp/hello?x=1"
     std::span<const HttpHeader> headers;
     std::string_view body;
+    /// Set when the body is a spilled file's mapping (SpilledBody): holding it keeps `body` valid
+    /// past the next feed, with no copy.
+    std::shared_ptr<const void> body_owner;
     std::uint8_t http_major = 1;
     std::uint8_t http_minor = 1;
     bool keep_alive = true;  ///< what the client asked for (llhttp_should_keep_alive)

@@ -15,6 +15,8 @@ struct Config {
     unsigned threads = 1;                ///< event loops per process, at least 1 (the command line sees to it)
     std::string log_level = "info";
     std::size_t max_body_bytes = 1024 * 1024;
+    std::size_t body_memory_bytes = 1024 * 1024;  ///< larger bodies (up to max_body_bytes) go to a temporary file
+    std::filesystem::path upload_dir;             ///< where they go; empty: TMPDIR or /tmp
     std::size_t max_head_bytes = 8 * 1024;
     unsigned keepalive_timeout_s = 15;
     unsigned header_timeout_s = 10;

@@ -36,8 +36,9 @@ namespace asio = boost::asio;
 namespace {
 LoopOptions loop_options(const Config& config) {
     LoopOptions options;
-    options.connection = {config.max_head_bytes, config.max_body_bytes, config.keepalive_timeout_s,
-                          config.header_timeout_s, config.handler_timeout_s, config.pending_timeout_s};
+    options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
+                          config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
+                          config.body_memory_bytes, config.upload_dir};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();

@@ -34,7 +34,8 @@ constexpr std::uint32_t kLingerS = 2;
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
     : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io.get_executor()),
-      parser_(ParseLimits{loop.limits.max_head_bytes, loop.limits.max_body_bytes}) {
+      parser_(ParseLimits{loop.limits.max_head_bytes, loop.limits.max_body_bytes, loop.limits.memory_body_bytes,
+                          loop.limits.upload_dir}) {
     loop_.connections.attach(this);
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);
@@ -206,6 +207,10 @@ void Connection::on_parse_failure(HttpParser::Status status) {
     case HttpParser::Status::uri_too_long: code = HttpStatus::uri_too_long; break;
     case HttpParser::Status::bad_version: code = HttpStatus::http_version_not_supported; break;
     case HttpParser::Status::body_too_large: code = HttpStatus::content_too_large; break;
+    case HttpParser::Status::spill_failed:
+        code = HttpStatus::service_unavailable;
+        spdlog::error("client {}:{}: {}; answered 503", address_, port_, parser_.error_reason());
+        break;
     case HttpParser::Status::upgrade:
         // The request before the upgrade was answered; we speak no other protocol.
         closing_ = true;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,8 @@ struct ConnectionLimits {
     unsigned header_timeout_s = 10;
     unsigned handler_timeout_s = 10;  ///< a blocking call past it: its client gets 504 (0: never)
     unsigned pending_timeout_s = 60;  ///< a deferred reply past it: its client gets 504 (0: never)
+    std::size_t memory_body_bytes = 1024 * 1024;  ///< larger bodies go to a temporary file (0: never)
+    std::filesystem::path upload_dir;             ///< where (empty: the system's temporary folder)
 };
 
 class BlockingPool;

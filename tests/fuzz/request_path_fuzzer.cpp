@@ -71,13 +71,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view input(reinterpret_cast<const char*>(data), size);
     h.input = input;
     {
-        cspd::HttpParser parser(cspd::ParseLimits{4096, 64 * 1024});
+        cspd::HttpParser parser(cspd::ParseLimits{4096, 64 * 1024, 0, {}});
         h.out.clear();
         parser.feed(input, h);
     }
     if (size > 1) {
         const std::size_t cut = data[0] % size;
-        cspd::HttpParser parser(cspd::ParseLimits{4096, 64 * 1024});
+        cspd::HttpParser parser(cspd::ParseLimits{4096, 64 * 1024, 0, {}});
         h.out.clear();
         std::string first(input.substr(0, cut));
         if (parser.feed(first, h) == cspd::HttpParser::Status::ok) {

@@ -8,7 +8,10 @@
  *   /kv/get?key=K  /kv/put?key=K&value=V&ttl=S  /kv/add?key=K&delta=D  /kv/del?key=K
  *   /set-cookie?name=N&value=V&same_site=S&secure=1   csp_reply_set_cookie; 400 if refused
  *   /cached?seconds=S&vary=H&cookie=1&status=C   "call N" (N counted in the shared store, so it
- *                     survives reloads), kept by csp_reply_cache for S seconds */
+ *                     survives reloads), kept by csp_reply_cache for S seconds
+ *   /body?defer=1     "size N fnv H" of the request body (FNV-1a 64); with defer, answered from a
+ *                     loop timer after csp_reply_defer, when the call has long returned
+ * Built twice: as toolkit.so, and with TOOLKIT_BLOCKING as the blocking toolkit_blocking.so. */
 #include <csp/csp.h>
 
 #include <stdlib.h>
@@ -59,6 +62,17 @@ static int kv(const csp_request *req, csp_reply *reply, const char *op) {
     return 404;
 }
 
+static void body_digest(const csp_request *req, csp_reply *reply) {
+    unsigned long long h = 14695981039346656037ull;
+    for (size_t i = 0; i < req->body.size; ++i) h = (h ^ (unsigned char)req->body.data[i]) * 1099511628211ull;
+    csp_reply_printf(reply, "size %zu fnv %016llx", req->body.size, h);
+}
+
+static void digest_later(csp_pending *pending, void *user_data) {
+    body_digest(user_data, csp_pending_reply(pending));
+    csp_pending_finish(pending, 200);
+}
+
 static int toolkit(const csp_request *req, csp_reply *reply) {
     csp_reply_set_content_type(reply, "text/plain");
     csp_str path = req->path_info, name, value;
@@ -93,6 +107,15 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
         memcpy(op, path.data + 4, path.size - 4 < 7 ? path.size - 4 : 7);
         return kv(req, reply, op);
     }
+    if (csp_str_is(path, "/body")) {
+        if (csp_form_int(req, "defer", 0, 1, 0)) {
+            csp_pending *pending = csp_reply_defer(reply);
+            if (pending && csp_loop_timer(pending, 1, digest_later, (void *)req) == 0) return CSP_DEFERRED;
+            if (pending) return csp_pending_finish(pending, 500), CSP_DEFERRED;
+        }
+        body_digest(req, reply);
+        return 200;
+    }
     if (csp_str_is(path, "/cached")) {
         char vary[64];
         const int64_t n = csp_kv_add(req, "toolkit:cached-calls", 1);
@@ -119,4 +142,8 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
     return 404;
 }
 
+#ifdef TOOLKIT_BLOCKING
+CSP_BLOCKING_HANDLER(toolkit)
+#else
 CSP_HANDLER(toolkit)
+#endif

@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -300,6 +303,103 @@ protected:
 TEST_F(ReplyCacheOff, WithNoCacheEveryRequestCallsTheHandler) {
     EXPECT_EQ(body("/csp/toolkit/cached?seconds=60"), "call 1");
     EXPECT_EQ(body("/csp/toolkit/cached?seconds=60"), "call 2");
+}
+
+}  // namespace
+}  // namespace cspd::test
+
+namespace cspd::test {
+namespace {
+
+/// Bodies over --body-memory go to a temporary file as they arrive and reach every kind of
+/// handler mapped from it: one on the loop, one that defers (the body outlives the call), and a
+/// blocking one. The worker's own memory does not grow by the body's size.
+/// Made before the server, which is told to put its files there.
+struct UploadsFolder {
+    TempDir uploads;
+};
+
+class LargeBodies : protected UploadsFolder, public Toolkit {
+protected:
+    LargeBodies()
+        : Toolkit({"--max-body", std::to_string(256 << 20), "--body-memory", std::to_string(1 << 20), "--upload-dir",
+                   uploads.path().string(), "--threads", "1"}) {
+        std::filesystem::copy_file(test_handler("toolkit_blocking.so"), server.handlers() / "toolkit_blocking.so");
+        EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/toolkit_blocking/id")->status == 200; }, 5s));
+    }
+    static std::string digest(const std::string& body) {
+        std::uint64_t h = 14695981039346656037ull;
+        for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
+        char text[64];
+        std::snprintf(text, sizeof text, "size %zu fnv %016llx", body.size(), static_cast<unsigned long long>(h));
+        return text;
+    }
+    std::optional<HttpResponse> upload(const std::string& target, const std::string& body) {
+        HttpClient client(server.port(), 60s);
+        client.send("POST " + target + " HTTP/1.1\r\nHost: h\r\nContent-Type: application/octet-stream\r\n"
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+        client.send(body);
+        return client.read_response();
+    }
+    static long rss_anon_kib(pid_t pid) {
+        std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+        std::string line;
+        while (std::getline(status, line))
+            if (line.rfind("RssAnon:", 0) == 0) return std::stol(line.substr(8));
+        return -1;
+    }
+};
+
+TEST_F(LargeBodies, ReachLoopDeferredAndBlockingHandlersWithoutGrowingTheWorker) {
+    std::string body(64 << 20, '\0');
+    for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 2654435761u) >> 13);
+    const std::string expected = digest(body);
+    const pid_t worker = server.worker_pid();
+    ASSERT_EQ(upload("/csp/toolkit/body", "warm-up")->body, digest("warm-up"));
+    const long before = rss_anon_kib(worker);
+    // Sampled while the bodies arrive: a body held in memory would show, even if freed after.
+    std::atomic<bool> done{false};
+    std::atomic<long> peak{before};
+    std::thread sampler([&] {
+        while (!done) {
+            peak = std::max(peak.load(), rss_anon_kib(worker));
+            std::this_thread::sleep_for(2ms);
+        }
+    });
+    for (const char* target : {"/csp/toolkit/body", "/csp/toolkit/body?defer=1", "/csp/toolkit_blocking/body"}) {
+        auto r = upload(target, body);
+        EXPECT_TRUE(r) << target;
+        EXPECT_EQ(r ? r->status : 0, 200) << target;
+        EXPECT_EQ(r ? r->body : "", expected) << target;
+    }
+    done = true;
+    sampler.join();
+    const long grown = peak - before;
+    EXPECT_LT(grown, 16 * 1024) << "the worker's anonymous memory grew by " << grown << " KiB";
+    // The files have no names: nothing is left in the folder, during or after.
+    EXPECT_TRUE(std::filesystem::is_empty(uploads.path()));
+    // --max-body still bounds them.
+    HttpClient client(server.port());
+    client.send("POST /csp/toolkit/body HTTP/1.1\r\nHost: h\r\nContent-Length: " + std::to_string((256 << 20) + 1) +
+                "\r\n\r\n");
+    EXPECT_EQ(client.read_response()->status, 413);
+}
+
+class LargeBodiesNowhereToGo : public Toolkit {
+protected:
+    LargeBodiesNowhereToGo()
+        : Toolkit({"--max-body", std::to_string(8 << 20), "--body-memory", "1024", "--upload-dir",
+                   "/nonexistent-cspd-uploads"}) {}
+};
+
+TEST_F(LargeBodiesNowhereToGo, AnUploadThatCannotBeStoredGets503AndTheReason) {
+    HttpClient client(server.port());
+    client.send("POST /csp/toolkit/body HTTP/1.1\r\nHost: h\r\nContent-Length: 4096\r\n\r\n" + std::string(4096, 'x'));
+    auto r = client.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_TRUE(server.wait_for_log("cannot make a temporary file in /nonexistent-cspd-uploads"));
+    EXPECT_EQ(body("/csp/toolkit/id").size() > 0, true);  // the server goes on
 }
 
 }  // namespace

@@ -198,14 +198,14 @@ TEST(HttpParser, StaysFailedAfterAnError) {
 }
 
 TEST(HttpParser, RefusesADeclaredBodyOverTheLimitBeforeReadingIt) {
-    HttpParser parser(ParseLimits{8192, 10});
+    HttpParser parser(ParseLimits{8192, 10, 0, {}});
     Collector sink;
     EXPECT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", sink), HttpParser::Status::body_too_large);
     EXPECT_TRUE(sink.requests.empty());
 }
 
 TEST(HttpParser, RefusesAChunkedBodyThatGrowsPastTheLimit) {
-    HttpParser parser(ParseLimits{8192, 10});
+    HttpParser parser(ParseLimits{8192, 10, 0, {}});
     Collector sink;
     EXPECT_EQ(
         parser.feed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n", sink),
@@ -213,7 +213,7 @@ TEST(HttpParser, RefusesAChunkedBodyThatGrowsPastTheLimit) {
 }
 
 TEST(HttpParser, RefusesAnOversizedHead) {
-    HttpParser parser(ParseLimits{64, 1024});
+    HttpParser parser(ParseLimits{64, 1024, 0, {}});
     Collector sink;
     EXPECT_EQ(parser.feed("GET / HTTP/1.1\r\nX-Big: " + std::string(100, 'a') + "\r\n\r\n", sink),
               HttpParser::Status::head_too_large);
@@ -260,6 +260,60 @@ TEST(HttpParser, ReportsAnUnfinishedRequest) {
     EXPECT_EQ(parser.feed("GET / HTTP/1.1\r\nHo", sink), HttpParser::Status::ok);
     EXPECT_TRUE(parser.mid_request());
     EXPECT_TRUE(sink.requests.empty());
+}
+
+}  // namespace
+}  // namespace cspd
+
+namespace cspd {
+namespace {
+
+/// Keeps each request's body owner, to check a spilled body outlives the next feed.
+struct Keeper final : RequestSink {
+    std::vector<HttpRequest> requests;
+    SinkAction on_request(const HttpRequest& r) override {
+        requests.push_back(r);
+        return SinkAction::proceed;
+    }
+};
+
+TEST(HttpParser, ABodyOverTheMemoryLimitGoesToAFileAndOutlivesTheNextFeed) {
+    const auto folder = std::filesystem::temp_directory_path();
+    HttpParser parser(ParseLimits{8192, 1 << 20, 16, folder});
+    Keeper sink;
+    const std::string body(100'000, 'b');
+    // Declared: to the file from the first byte. Fed in pieces, as a socket would.
+    const std::string request = "POST /a HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + body;
+    for (std::size_t at = 0; at < request.size(); at += 4096)
+        ASSERT_EQ(parser.feed(std::string_view(request).substr(at, 4096), sink), HttpParser::Status::ok);
+    // Chunked: to the file once it passes the limit.
+    ASSERT_EQ(parser.feed("POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n"
+                          "10\r\n0123456789abcdef\r\n0\r\n\r\nGET /c HTTP/1.1\r\n\r\n",
+                          sink),
+              HttpParser::Status::ok);
+    ASSERT_EQ(sink.requests.size(), 3u);
+    EXPECT_TRUE(sink.requests[0].body_owner);
+    EXPECT_EQ(sink.requests[0].body, body);  // still mapped, though the parser moved on twice
+    EXPECT_TRUE(sink.requests[1].body_owner);
+    EXPECT_EQ(sink.requests[1].body, "0123456789abcdef0123456789abcdef");
+    EXPECT_FALSE(sink.requests[2].body_owner);
+    EXPECT_EQ(sink.requests[2].body, "");
+}
+
+TEST(HttpParser, ASmallBodyStaysInMemoryAndTheHardLimitStillHolds) {
+    HttpParser parser(ParseLimits{8192, 64, 16, std::filesystem::temp_directory_path()});
+    Keeper sink;
+    ASSERT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nsmall", sink), HttpParser::Status::ok);
+    EXPECT_FALSE(sink.requests.at(0).body_owner);
+    EXPECT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n", sink), HttpParser::Status::body_too_large);
+}
+
+TEST(HttpParser, AFolderThatCannotTakeTheFileFailsTheRequestWithTheReason) {
+    HttpParser parser(ParseLimits{8192, 1024, 16, "/nonexistent-cspd-folder"});
+    Keeper sink;
+    EXPECT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n", sink), HttpParser::Status::spill_failed);
+    EXPECT_NE(std::string(parser.error_reason()).find("cannot make a temporary file in /nonexistent-cspd-folder"),
+              std::string::npos);
 }
 
 }  // namespace
