@@ -1,6 +1,7 @@
 // The ABI promise on the real binary: a handler built against ABI 1's header answers as it
-// always did; so does one built against ABI 2.0's (deferred replies, timers, fd watches) on
-// this 2.1 host; one built for a newer 2.x minor than the host is refused, naming both.
+// always did; so do one built against ABI 2.0's (deferred replies, timers, fd watches) and one
+// built against 2.1's (streams) on this later host; one built for a newer 2.x minor than the
+// host is refused, naming both.
 #include "http_client.hpp"
 #include "temp_dir.hpp"
 #include "test_server.hpp"
@@ -34,6 +35,20 @@ TEST(Abi, AHandlerBuiltAgainstAbi20KeepsWorking) {
     EXPECT_EQ(fetch(server.port(), "/csp/later/timer")->body, "v20 from a timer\n");
     EXPECT_EQ(fetch(server.port(), "/csp/later/fd")->body, "v20 from an fd watch\n");
     EXPECT_EQ(fetch(server.port(), "/csp/later/thread")->body, "v20 from a thread\n");
+}
+
+TEST(Abi, AHandlerBuiltAgainstAbi21KeepsWorking) {
+    TestServer server({"--workers", "1"});
+    install_by_rename(test_handler("abi2_1/stream.so"), server.handlers() / "stream.so");
+    ASSERT_TRUE(server.wait_for_log("handler stream: loaded"));
+    HttpClient client(server.port());
+    client.send("GET /csp/stream/chunks?n=3 HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto r = client.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("transfer-encoding"), "chunked");
+    EXPECT_EQ(r->body, "chunk 0\nchunk 1\nchunk 2\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/stream/refused")->body, "refused\n");
 }
 
 TEST(Abi, AHandlerForANewerMinorIsRefusedNamingBothVersions) {
