@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <set>
@@ -35,6 +36,16 @@ TEST_F(ExamplesTest, GreetReadsAQueryArgument) {
     EXPECT_EQ(fetch(server.port(), "/csp/greet?name=Eva")->body, "Hello, Eva!\n");
     EXPECT_EQ(fetch(server.port(), "/csp/greet?name=Ana+Lu%C3%ADsa")->body, "Hello, Ana Lu\xc3\xadsa!\n");
     EXPECT_EQ(fetch(server.port(), "/csp/greet")->body, "Hello, stranger! Try ?name=Eva\n");
+}
+
+TEST_F(ExamplesTest, GreetTakesItsGreetingFromItsConfiguration) {
+    // The answer is kept in the reply cache for 10 s...
+    EXPECT_EQ(fetch(server.port(), "/csp/greet?name=Bo")->body, "Hello, Bo!\n");
+    std::ofstream(server.handlers() / ".greet.conf") << "greeting = Howdy\n";
+    std::filesystem::rename(server.handlers() / ".greet.conf", server.handlers() / "greet.conf");
+    // ...but a new configuration is a new version, which does not answer with the old one's.
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/greet?name=Bo")->body == "Howdy, Bo!\n"; }, 5s));
+    EXPECT_TRUE(server.wait_for_log("handler greet: reloaded as"));
 }
 
 TEST_F(ExamplesTest, VisitsKeepsStateAcrossRequestsAndConnections) {

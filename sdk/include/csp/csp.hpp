@@ -1,5 +1,5 @@
-// Thin C++ layer over csp.h: string_view in and out, RAII for deferred replies, lambdas
-// for their callbacks; the same ABI underneath.
+// Thin C++ layer over csp.h: string_view in and out, RAII for deferred replies and streams
+// (csp/later.hpp, included at the end), lambdas for their callbacks; the same ABI underneath.
 #ifndef CSP_CSP_HPP
 #define CSP_CSP_HPP
 
@@ -29,13 +29,15 @@ struct field {
     std::string_view name, value;
 };
 
-/// The arguments (csp_arg_at) or headers (csp_header_at) of a request, for range-for.
-class field_range {
+/// Fields by index, for range-for: a request's arguments (csp_arg_at) or headers (csp_header_at),
+/// or an init context's configuration (csp_config_at).
+template <class Source>
+class basic_field_range {
 public:
-    using at_fn = int (*)(const csp_request*, size_t, csp_str*, csp_str*);
+    using at_fn = int (*)(const Source*, size_t, csp_str*, csp_str*);
     class iterator {
     public:
-        iterator(const csp_request* r, at_fn at, size_t i) : r_(r), at_(at), i_(i) { load(); }
+        iterator(const Source* s, at_fn at, size_t i) : s_(s), at_(at), i_(i) { load(); }
         const field& operator*() const { return current_; }
         const field* operator->() const { return &current_; }
         iterator& operator++() {
@@ -47,26 +49,27 @@ public:
         bool operator!=(const iterator& o) const { return i_ != o.i_; }
 
     private:
+        friend class basic_field_range;
+        static constexpr size_t npos = static_cast<size_t>(-1);
         void load() {
             csp_str n{}, v{};
-            if (i_ == npos || at_(r_, i_, &n, &v) != 0) i_ = npos;
+            if (i_ == npos || at_(s_, i_, &n, &v) != 0) i_ = npos;
             else current_ = {view(n), view(v)};
         }
-        static constexpr size_t npos = static_cast<size_t>(-1);
-        const csp_request* r_;
+        const Source* s_;
         at_fn at_;
         size_t i_;
         field current_;
-        friend class field_range;
     };
-    field_range(const csp_request* r, at_fn at) : r_(r), at_(at) {}
-    iterator begin() const { return iterator(r_, at_, 0); }
-    iterator end() const { return iterator(r_, at_, iterator::npos); }
+    basic_field_range(const Source* s, at_fn at) : s_(s), at_(at) {}
+    iterator begin() const { return iterator(s_, at_, 0); }
+    iterator end() const { return iterator(s_, at_, iterator::npos); }
 
 private:
-    const csp_request* r_;
+    const Source* s_;
     at_fn at_;
 };
+using field_range = basic_field_range<csp_request>;
 
 /// Read-only request, as the handler sees it.
 class request {
@@ -173,6 +176,12 @@ public:
     }
     /// `return rep.redirect(303, "/csp/done");` -- -1 (a 500) for an unsafe target or a bad status.
     int redirect(int status, const std::string& location) { return csp_redirect(r_, status, location.c_str()); }
+    /// Keeps this reply for later GETs and HEADs of the same path and query (csp_reply_cache).
+    bool cache(std::chrono::seconds ttl) { return csp_reply_cache(r_, static_cast<unsigned>(ttl.count())) == 0; }
+    /// Makes request header `name` part of the cache key (csp_reply_cache_vary).
+    bool cache_vary(std::string_view name) {
+        return r_->api->reply_cache_vary(r_, name.data(), name.size()) == 0;
+    }
     /// One validated Set-Cookie (csp_reply_set_cookie); false if refused.
     bool set_cookie(const std::string& name, const std::string& value, const csp_cookie_options& options = {}) {
         return csp_reply_set_cookie(r_, name.c_str(), value.c_str(), &options) == 0;
@@ -182,42 +191,29 @@ private:
     csp_reply* r_;
 };
 
-namespace detail {
-/// The lambdas of one deferred reply's callbacks, freed by the host's csp_pending_on_done
-/// (once no callback of the reply can run). Each runs at most once.
-struct callbacks {
-    struct node {
-        std::function<void(int, unsigned)> fn;
-        std::weak_ptr<callbacks> owner;
-        std::list<node>::iterator self;
-    };
-    std::list<node> nodes;
-    std::list<std::shared_ptr<void>> kept;  // what else lives until the host is done with the reply
+/// What init is told (CSP_HANDLER_WITH_CONTEXT): valid during init only.
+///   static int init(const csp_init_context* c, void** state) {
+///       csp::init_context ctx(c);
+///       auto host = ctx.config("db.host").value_or("localhost"); ...
+class init_context {
+public:
+    explicit init_context(const csp_init_context* c) : c_(c) {}
+    std::string_view name() const { return view(c_->name); }
+    /// CSP_VETTING while tried in the vetting process.
+    unsigned worker_index() const { return c_->worker_index; }
+    unsigned worker_count() const { return c_->worker_count; }
+    bool vetting() const { return c_->worker_index == CSP_VETTING; }
+    std::optional<std::string_view> config(std::string_view key) const {
+        return optional_view(c_->api->config(c_, key.data(), key.size()));
+    }
+    /// Every configuration entry, in the file's order.
+    basic_field_range<csp_init_context> config_entries() const { return {c_, c_->api->config_at}; }
+    int log(int level, std::string_view line) const { return c_->api->init_log(c_, level, line.data(), line.size()); }
+    const csp_init_context* raw() const { return c_; }
 
-    static void* add(const std::shared_ptr<callbacks>& all, std::function<void(int, unsigned)> fn) {
-        all->nodes.push_back({std::move(fn), all, {}});
-        all->nodes.back().self = std::prev(all->nodes.end());
-        return &all->nodes.back();
-    }
-    /// Runs a node's lambda where it is, leaving it for a later call (the abort callback may be
-    /// told twice: a drain's warning, then the loss).
-    static void run_again(void* user_data, int a, unsigned b) {
-        node* n = static_cast<node*>(user_data);
-        if (std::shared_ptr<callbacks> keep = n->owner.lock()) n->fn(a, b);
-    }
-    /// Runs a node's lambda once; the lambda may finish the reply meanwhile.
-    static void run(void* user_data, int a, unsigned b) {
-        node* n = static_cast<node*>(user_data);
-        std::shared_ptr<callbacks> keep = n->owner.lock();
-        if (!keep) return;
-        std::function<void(int, unsigned)> fn = std::move(n->fn);
-        keep->nodes.erase(n->self);
-        fn(a, b);
-    }
-    /// The host is done with the reply: what its callbacks held goes.
-    static void release(csp_pending*, void* user_data) { delete static_cast<std::shared_ptr<callbacks>*>(user_data); }
+private:
+    const csp_init_context* c_;
 };
-} // namespace detail
 
 /// The parts of a multipart/form-data request (csp/multipart.h), for range-for; `ok()` after the
 /// loop says whether the body was well formed to its end.
@@ -264,175 +260,8 @@ private:
     bool valid_ = false;
 };
 
-class stream;
-
-/// A deferred reply (csp_reply_defer), owned: finish() it once, from any thread. One that is
-/// destroyed unfinished finishes with 500, so a forgotten answer never leaves a client
-/// hanging. Move-only; keep it in one place (a state of yours, or the lambda of the next step).
-class pending {
-public:
-    pending() = default;
-    /// Defers this call's reply: return CSP_DEFERRED from the handler. Empty if the host could not.
-    static pending defer(csp_reply* r) { return pending(csp_reply_defer(r)); }
-    explicit pending(csp_pending* p) : p_(p) {}
-    pending(pending&& o) noexcept
-        : p_(std::exchange(o.p_, nullptr)), callbacks_(std::move(o.callbacks_)),
-          host_holds_callbacks_(o.host_holds_callbacks_) {}
-    pending& operator=(pending&& o) noexcept {
-        if (this != &o) {
-            if (p_) finish(500);
-            p_ = std::exchange(o.p_, nullptr);
-            callbacks_ = std::move(o.callbacks_);
-            host_holds_callbacks_ = o.host_holds_callbacks_;
-        }
-        return *this;
-    }
-    pending(const pending&) = delete;
-    pending& operator=(const pending&) = delete;
-    ~pending() {
-        if (p_) finish(500);
-    }
-
-    explicit operator bool() const { return p_ != nullptr; }
-    csp_pending* get() const { return p_; }
-
-    /// The reply to fill before finish(); only while the handle holds a reply.
-    csp::reply reply() const { return csp::reply(csp_pending_reply(p_)); }
-    /// Sends it with `status`; true if its client will see it. The handle is empty afterwards
-    /// (finishing an empty one does nothing and gives false).
-    bool finish(int status) {
-        if (!p_) return false;
-        if (host_holds_callbacks_) callbacks_.reset();  // the host's reference (freed in on_done) keeps them
-        return csp_pending_finish(std::exchange(p_, nullptr), status) == 0;
-    }
-
-    /// `fn(int reason)` on the loop: CSP_ABORT_DRAINING as a warning, then once more when the
-    /// reply will not reach its client (see csp_pending_on_abort).
-    template <class Fn>
-    bool on_abort(Fn fn) {
-        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int reason, unsigned) mutable { fn(reason); });
-        return csp_pending_on_abort(
-                   p_, [](csp_pending*, int reason, void* data) { detail::callbacks::run_again(data, reason, 0); },
-                   node) == 0;
-    }
-    /// `fn()` on the loop after `delay` (from the handler's call on a loop, or a loop callback).
-    template <class Fn>
-    bool after(std::chrono::milliseconds delay, Fn fn) {
-        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int, unsigned) mutable { fn(); });
-        return csp_loop_timer(
-                   p_, static_cast<unsigned>(delay.count()),
-                   [](csp_pending*, void* data) { detail::callbacks::run(data, 0, 0); }, node) == 0;
-    }
-    /// `fn(unsigned ready)` on the loop once `fd` is ready for `events` (CSP_READABLE | CSP_WRITABLE).
-    template <class Fn>
-    bool when_ready(int fd, unsigned events, Fn fn) {
-        void* node = detail::callbacks::add(all(), [fn = std::move(fn)](int, unsigned ready) mutable { fn(ready); });
-        return csp_loop_watch_fd(
-                   p_, fd, events,
-                   [](csp_pending*, int, unsigned ready, void* data) { detail::callbacks::run(data, 0, ready); },
-                   node) == 0;
-    }
-
-private:
-    friend class stream;
-    /// Keeps `fn` (an owned std::function) until the host is done with the reply.
-    bool on_done_free(std::function<void()>* fn) {
-        if (!p_) return false;
-        all()->kept.emplace_back(fn, [](void* f) { delete static_cast<std::function<void()>*>(f); });
-        return true;
-    }
-
-    const std::shared_ptr<detail::callbacks>& all() {
-        if (!callbacks_) {
-            callbacks_ = std::make_shared<detail::callbacks>();
-            // The host holds them until no callback can run any more.
-            auto* held = new std::shared_ptr<detail::callbacks>(callbacks_);
-            host_holds_callbacks_ = csp_pending_on_done(p_, &detail::callbacks::release, held) == 0;
-            if (!host_holds_callbacks_) delete held;  // then this handle keeps them until it goes
-        }
-        return callbacks_;
-    }
-    csp_pending* p_ = nullptr;
-    std::shared_ptr<detail::callbacks> callbacks_;
-    bool host_holds_callbacks_ = false;
-};
-
-/// A streamed reply (csp_reply_stream), owned: write to it from any thread, end() it once. One
-/// destroyed without end() is cut short (the client sees an incomplete body). Move-only.
-///   auto s = csp::stream::start(reply, 200);
-///   s << "first line\n";
-///   s.end();
-class stream {
-public:
-    stream() = default;
-    /// Sends the head and streams the reply: return CSP_DEFERRED from the handler. Empty if the
-    /// host could not (a bad status, or no memory): then answer as usual.
-    static stream start(csp_reply* r, int status = 200) { return stream(csp_reply_stream(r, status)); }
-    explicit stream(csp_stream* s) : s_(s), p_(csp_stream_pending(s)) {}
-    stream(stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)), p_(std::move(o.p_)) {}
-    stream& operator=(stream&& o) noexcept {
-        if (this != &o) {
-            p_ = std::move(o.p_);  // cuts what this held, if it had not ended
-            s_ = std::exchange(o.s_, nullptr);
-        }
-        return *this;
-    }
-    stream(const stream&) = delete;
-    stream& operator=(const stream&) = delete;
-
-    explicit operator bool() const { return s_ != nullptr; }
-    csp_stream* get() const { return s_; }
-
-    /// 0; CSP_AGAIN (on an event loop: taken, but wait for on_writable before more); -1 when the
-    /// client will not see it.
-    int write(std::string_view bytes) { return csp_stream_write(s_, bytes.data(), bytes.size()); }
-    /// Writes, remembering the outcome in last() (check it before writing more on a loop).
-    stream& operator<<(std::string_view bytes) {
-        last_ = write(bytes);
-        return *this;
-    }
-    int last() const { return last_; }
-    /// One server-sent event ("" for no event name).
-    int event(std::string_view name, std::string_view data) {
-        if (!s_) return -1;
-        return s_->api->stream_event(s_, name.data(), name.size(), data.data(), data.size());
-    }
-    /// Ends the body; true if the client will see the end. The stream is empty afterwards.
-    bool end() {
-        s_ = nullptr;
-        return p_.finish(200);
-    }
-    /// Cuts the body short: the client sees it incomplete.
-    void cut() {
-        s_ = nullptr;
-        p_.finish(500);
-    }
-
-    /// `fn()` on the loop each time the connection has room after a write gave CSP_AGAIN.
-    template <class Fn>
-    bool on_writable(Fn fn) {
-        auto* held = new std::function<void()>(std::move(fn));
-        // Freed when the reply is done: no callback of it runs after that.
-        if (!p_.on_done_free(held)) {
-            delete held;
-            return false;
-        }
-        return csp_stream_on_writable(
-                   s_, [](csp_stream*, void* data) { (*static_cast<std::function<void()>*>(data))(); }, held) == 0;
-    }
-    /// As csp::pending: the client went away (or the server drains), a timer, an fd watch.
-    template <class Fn> bool on_abort(Fn fn) { return p_.on_abort(std::move(fn)); }
-    template <class Fn> bool after(std::chrono::milliseconds delay, Fn fn) { return p_.after(delay, std::move(fn)); }
-    template <class Fn> bool when_ready(int fd, unsigned events, Fn fn) {
-        return p_.when_ready(fd, events, std::move(fn));
-    }
-
-private:
-    csp_stream* s_ = nullptr;
-    pending p_;
-    int last_ = 0;
-};
-
 } // namespace csp
+
+#include <csp/later.hpp>
 
 #endif // CSP_CSP_HPP
