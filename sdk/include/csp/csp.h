@@ -369,6 +369,14 @@ static inline int csp_reply_cache_vary(csp_reply *reply, const char *name) {
 
 /* ---- configuration (2.2) ---------------------------------------------- */
 
+/* A log line is formatted on the stack, cut to fit. */
+#define CSP_LOG_LINE_ 2048
+static inline size_t csp_format_line_(char *line, const char *format, va_list args) {
+    const int n = vsnprintf(line, CSP_LOG_LINE_, format, args);
+    if (n < 0) return (size_t)-1;
+    return (size_t)n < CSP_LOG_LINE_ ? (size_t)n : CSP_LOG_LINE_ - 1;
+}
+
 /* The value of `key` in the handler's configuration: NAME.conf ("key = value" lines) or NAME.json
  * (an object; nested keys dotted: "db.host") beside NAME.so, read when the version loads; a change
  * to the file loads the handler again. `.data == NULL` if the key is absent or there is no file.
@@ -385,13 +393,12 @@ static inline int csp_config_at(const csp_init_context *ctx, size_t index, csp_s
 /* As csp_log, from init: tagged with the handler's name and the file being loaded. */
 __attribute__((format(printf, 3, 4)))
 static inline int csp_init_log(const csp_init_context *ctx, int level, const char *format, ...) {
-    char line[2048];
+    char line[CSP_LOG_LINE_];
     va_list args;
     va_start(args, format);
-    int n = vsnprintf(line, sizeof line, format, args);
+    const size_t n = csp_format_line_(line, format, args);
     va_end(args);
-    if (n < 0) return -1;
-    return ctx->api->init_log(ctx, level, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    return n == (size_t)-1 ? -1 : ctx->api->init_log(ctx, level, line, n);
 }
 
 /* ---- logging (2.2) ------------------------------------------------------ */
@@ -406,13 +413,12 @@ enum { CSP_LOG_DEBUG = 0, CSP_LOG_INFO = 1, CSP_LOG_WARN = 2, CSP_LOG_ERROR = 3 
  * during the call or while the request's reply is deferred. */
 __attribute__((format(printf, 3, 4)))
 static inline int csp_log(const csp_request *req, int level, const char *format, ...) {
-    char line[2048];
+    char line[CSP_LOG_LINE_];
     va_list args;
     va_start(args, format);
-    int n = vsnprintf(line, sizeof line, format, args);
+    const size_t n = csp_format_line_(line, format, args);
     va_end(args);
-    if (n < 0) return -1;
-    return req->api->log(req, level, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    return n == (size_t)-1 ? -1 : req->api->log(req, level, line, n);
 }
 
 /* ---- the store shared by all workers (2.2) ------------------------------ */
