@@ -138,6 +138,9 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--handler-log-rate", config.handler_log_rate,
                    "csp_log lines a second per handler and worker (bursts of twice that); more are dropped, counted")
         ->capture_default_str();
+    app.add_option("--static-max-age", config.static_max_age_s,
+                   "static files say Cache-Control: max-age=S (default: no Cache-Control)")
+        ->check(CLI::Range(0, 1 << 30));
     app.add_option("--cache-size", config.cache_mib,
                    "reply cache per worker for handlers that ask for it (csp_reply_cache), MiB (0: off)")
         ->capture_default_str()

@@ -88,6 +88,8 @@ public:
     const csp_request* raw() const { return &view_; }
     /// The request's id (csp_request_id): the client's sane X-Request-Id, or the one made for it.
     std::string_view request_id();
+    /// The request the view shows (its own copy after keep()).
+    const HttpRequest& request() const { return *request_; }
     /// Whose call the view is bound for (null outside a call).
     const HandlerVersion* version() const { return version_; }
     const abi1::request* raw_v1() const { return &view_v1_; }

@@ -26,9 +26,11 @@ std::string_view reason_phrase(HttpStatus status) noexcept {
     case 409: return "Conflict";
     case 410: return "Gone";
     case 411: return "Length Required";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";

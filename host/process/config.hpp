@@ -45,6 +45,7 @@ struct Config {
     unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
     bool request_id_header = false;      ///< X-Request-Id on every response
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
+    int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

@@ -40,7 +40,8 @@ LoopOptions loop_options(const Config& config) {
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
                           config.body_memory_bytes, config.upload_dir};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
-                       config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads};
+                       config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
+                       config.static_max_age_s};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     return options;
 }

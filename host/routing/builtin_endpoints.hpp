@@ -18,6 +18,7 @@ struct BuiltinOptions {
     unsigned retry_after_s = 60;    ///< Retry-After of a quarantined handler's 503
     bool request_id_header = false; ///< every response says X-Request-Id (read by the Router)
     std::size_t reply_cache_bytes = 0;  ///< this loop's share of --cache-size (read by the Router)
+    int static_max_age_s = -1;          ///< --static-max-age (read by the Router)
 };
 
 class BuiltinEndpoints {

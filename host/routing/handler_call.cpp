@@ -3,6 +3,7 @@
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
 #include "common/cycle_clock.hpp"
+#include "routing/handler_preconditions.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <spdlog/spdlog.h>
@@ -140,9 +141,22 @@ HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, s
             spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), *returned);
         return failed(call, frame, date, out);
     }
-    if (call.stats) bump(call.stats->requests[status_class(code(*status))]);
+    HttpStatus sent = *status;
+    if (sent == HttpStatus::ok) {
+        // The handler gave validators: conditional requests are answered here, as for static files.
+        switch (handler_precondition(call.view.request(), call.reply.extra_headers())) {
+        case Precondition::proceed: break;
+        case Precondition::not_modified: sent = HttpStatus::not_modified; break;
+        case Precondition::failed:
+            if (call.stats) bump(call.stats->requests[status_class(412)]);
+            append_error(out, HttpStatus::precondition_failed, date.now(), frame.keep_alive, frame.http10,
+                         frame.head_only, frame.request_id_header ? call.view.request_id() : std::string_view{});
+            return HttpStatus::precondition_failed;
+        }
+    }
+    if (call.stats) bump(call.stats->requests[status_class(code(sent))]);
     ResponseHead head;
-    head.status = *status;
+    head.status = sent;
     head.content_type = call.reply.content_type();
     head.extra_headers = call.reply.extra_headers();
     head.date = date.now();

@@ -4,6 +4,7 @@
 #include "common/clocks.hpp"
 #include "handler/handler_name.hpp"
 #include "http/uri.hpp"
+#include "routing/handler_preconditions.hpp"
 #include "routing/static_route.hpp"
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
@@ -37,7 +38,7 @@ bool has_single_host(const HttpRequest& request) {
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
     : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
-      request_id_header_(options.request_id_header) {
+      request_id_header_(options.request_id_header), static_options_{options.static_max_age_s} {
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
                                                 std::chrono::steady_clock::now().time_since_epoch().count());
@@ -108,7 +109,7 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
-    return serve_static(www_, exchange, routed.body_file);
+    return serve_static(www_, exchange, routed.body_file, static_options_);
 }
 
 HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query,
@@ -128,8 +129,14 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     if (cacheable && cache_.in_use())
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
-            if (handler->stats) bump(handler->stats->requests[status_class(code(hit->status))]);
-            ResponseHead head = exchange.head(hit->status, hit->content_type);
+            HttpStatus status = hit->status;
+            if (status == HttpStatus::ok) {
+                const Precondition precondition = handler_precondition(request, hit->extra_headers);
+                if (precondition == Precondition::failed) return exchange.error(HttpStatus::precondition_failed);
+                if (precondition == Precondition::not_modified) status = HttpStatus::not_modified;
+            }
+            if (handler->stats) bump(handler->stats->requests[status_class(code(status))]);
+            ResponseHead head = exchange.head(status, hit->content_type);
             head.extra_headers = hit->extra_headers;
             return exchange.send(head, hit->body);
         }

@@ -9,6 +9,7 @@
 #include "routing/exchange.hpp"
 #include "routing/handler_call.hpp"
 #include "routing/reply_cache.hpp"
+#include "routing/static_route.hpp"
 #include "routing/static_files.hpp"
 
 #include <string>
@@ -63,6 +64,7 @@ private:
     std::uint32_t id_prefix_;     // random: ids of different loops and servers do not meet
     std::uint64_t requests_ = 0;  // this loop's, numbering its request ids
     bool request_id_header_;
+    StaticOptions static_options_;
     char id_buffer_[RequestId::kMaxText];
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;

@@ -8,8 +8,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/ascii.hpp"
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <system_error>
+#include <utility>
 
 namespace cspd {
 namespace {
@@ -25,6 +30,48 @@ int open_beneath(int root_fd, const std::string& relative) {
     return static_cast<int>(fd);
 }
 
+/// Whether Accept-Encoding takes `coding`: listed (or "*") with a q above 0.
+bool accepts(std::string_view header, std::string_view coding) {
+    bool star = false;
+    while (!header.empty()) {
+        const std::size_t comma = header.find(',');
+        std::string_view item = header.substr(0, comma);
+        header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+        const std::size_t semicolon = item.find(';');
+        std::string_view name = item.substr(0, semicolon);
+        while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+        bool zero = false;
+        if (semicolon != std::string_view::npos) {
+            std::string_view q = item.substr(semicolon + 1);
+            const std::size_t at = q.find("q=");
+            if (at != std::string_view::npos) {
+                q = q.substr(at + 2);
+                zero = q.starts_with("0") && q.find_first_not_of("0. \t") == std::string_view::npos;
+            }
+        }
+        if (iequals(name, coding)) return !zero;
+        if (name == "*") star = !zero;
+    }
+    return star;
+}
+
+/// Text and the like shrink when compressed; images and archives do not (no sidecar is looked for).
+bool compressible(std::string_view content_type) {
+    return content_type.starts_with("text/") || content_type.starts_with("application/json") ||
+           content_type.starts_with("application/xml") || content_type.starts_with("application/wasm") ||
+           content_type.starts_with("image/svg+xml");
+}
+
+void describe(const struct stat& st, std::string_view suffix, StaticFiles::File& file) {
+    const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    file.mtime = st.st_mtim.tv_sec;
+    const int n = std::snprintf(file.etag_text, sizeof file.etag_text, "\"%llx-%llx%.*s\"",
+                                static_cast<unsigned long long>(mtime_ns), static_cast<unsigned long long>(st.st_size),
+                                static_cast<int>(suffix.size()), suffix.data());
+    file.etag_size = n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof file.etag_text - 1) : 0;
+}
+
 }  // namespace
 
 StaticFiles::StaticFiles(const std::filesystem::path& root)
@@ -32,7 +79,8 @@ StaticFiles::StaticFiles(const std::filesystem::path& root)
     if (!root_) throw std::system_error(errno, std::system_category(), "cannot open www folder " + root.string());
 }
 
-StaticFiles::Outcome StaticFiles::open(std::string_view decoded_path, File& file) const {
+StaticFiles::Outcome StaticFiles::open(std::string_view decoded_path, File& file,
+                                       std::string_view accept_encoding) const {
     const std::size_t first = decoded_path.find_first_not_of('/');
     std::string relative(first == std::string_view::npos ? std::string_view{} : decoded_path.substr(first));
     const bool wants_folder = relative.empty() || relative.back() == '/';
@@ -51,9 +99,28 @@ StaticFiles::Outcome StaticFiles::open(std::string_view decoded_path, File& file
         if (::fstat(fd.get(), &st) != 0) return Outcome::not_found;
     }
     if (!S_ISREG(st.st_mode)) return Outcome::not_found;  // devices, sockets, fifos are never served
-    file.fd = std::move(fd);
-    file.size = static_cast<std::size_t>(st.st_size);
     file.content_type = content_type_for(relative);
+    std::string_view suffix;
+    if (compressible(file.content_type)) {
+        // NAME.br, NAME.gz beside NAME: a precompressed copy, sent when the client takes it.
+        static constexpr std::pair<std::string_view, std::string_view> kSidecars[] = {{".br", "br"}, {".gz", "gzip"}};
+        for (const auto& [extension, coding] : kSidecars) {
+            UniqueFd sidecar(open_beneath(root_.get(), relative + std::string(extension)));
+            struct stat sidecar_st;
+            if (!sidecar || ::fstat(sidecar.get(), &sidecar_st) != 0 || !S_ISREG(sidecar_st.st_mode)) continue;
+            file.has_variants = true;
+            if (file.content_encoding.empty() && accepts(accept_encoding, coding)) {
+                fd = std::move(sidecar);
+                st = sidecar_st;
+                file.content_encoding = coding;
+                suffix = extension == ".br" ? "-br" : "-gz";
+            }
+        }
+    }
+    file.fd = std::move(fd);
+    file.size = file.full_size = static_cast<std::size_t>(st.st_size);
+    file.offset = 0;
+    describe(st, suffix, file);
     return Outcome::found;
 }
 
@@ -62,7 +129,8 @@ bool StaticFiles::read_into(const File& file, std::string& out) {
     out.resize(start + file.size);
     std::size_t done = 0;
     while (done < file.size) {
-        ssize_t n = ::pread(file.fd.get(), out.data() + start + done, file.size - done, static_cast<off_t>(done));
+        ssize_t n = ::pread(file.fd.get(), out.data() + start + done, file.size - done,
+                            static_cast<off_t>(file.offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             out.resize(start);

@@ -5,6 +5,7 @@
 #include "common/unique_fd.hpp"
 
 #include <cstddef>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -16,19 +17,29 @@ public:
     /// Throws if `root` is not a readable folder.
     explicit StaticFiles(const std::filesystem::path& root);
 
-    /// An opened file.
+    /// An opened file: the bytes to send are `size` from `offset` (all of it, or one range).
     struct File {
         UniqueFd fd;
         std::size_t size = 0;
+        std::size_t offset = 0;
         std::string_view content_type;
+        std::size_t full_size = 0;           ///< the whole file's
+        std::time_t mtime = -1;              ///< for Last-Modified
+        std::string_view content_encoding;   ///< "br" or "gzip" for a precompressed sidecar; else empty
+        bool has_variants = false;           ///< sidecars exist: the answer varies with Accept-Encoding
+        char etag_text[48] = {};             ///< "<mtime ns hex>-<size hex>[-br|-gz]", quoted
+        std::size_t etag_size = 0;
+        std::string_view etag() const { return {etag_text, etag_size}; }
         bool is_open() const { return static_cast<bool>(fd); }
     };
 
     enum class Outcome { found, not_found, redirect_to_slash, forbidden };
 
     /// `decoded_path` starts with '/'. A folder serves its index.html; a folder named
-    /// without its trailing slash gets redirect_to_slash, as nginx does.
-    Outcome open(std::string_view decoded_path, File& file) const;
+    /// without its trailing slash gets redirect_to_slash, as nginx does. With `accept_encoding`
+    /// (the request's Accept-Encoding), a compressible file's sidecar NAME.br or NAME.gz is
+    /// opened instead when the client takes that coding (br first).
+    Outcome open(std::string_view decoded_path, File& file, std::string_view accept_encoding = {}) const;
 
     /// Appends the file's bytes to `out`; false on a read error.
     static bool read_into(const File& file, std::string& out);

@@ -1,20 +1,25 @@
 #include "routing/static_route.hpp"
 
+#include "http/byte_range.hpp"
+#include "http/http_date.hpp"
+#include "http/preconditions.hpp"
 #include "http/uri.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace cspd {
 
-HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file) {
+HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file,
+                        const StaticOptions& options) {
     const HttpRequest& request = exchange.request;
     if (request.method != "GET" && !request.head) return exchange.method_not_allowed();
     if (has_unsafe_segment(exchange.path) || has_hidden_segment(exchange.path))
         return exchange.error(HttpStatus::not_found);
     StaticFiles::File file;
-    switch (www.open(exchange.path, file)) {
+    switch (www.open(exchange.path, file, request.header("accept-encoding"))) {
     case StaticFiles::Outcome::found: break;
     case StaticFiles::Outcome::not_found: return exchange.error(HttpStatus::not_found);
     case StaticFiles::Outcome::forbidden: return exchange.error(HttpStatus::forbidden);
@@ -30,20 +35,70 @@ HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles:
         return exchange.send(head, "301 Moved Permanently\n");
     }
     }
+    // Validators and what the answer varies with, on every answer for this file.
+    char headers[512];
+    std::size_t used = 0;
+    const auto add = [&](const char* format, auto... args) {
+        const int n = std::snprintf(headers + used, sizeof headers - used, format, args...);
+        if (n > 0) used = std::min(sizeof headers - 1, used + static_cast<std::size_t>(n));
+    };
+    char date[32];
+    add("Accept-Ranges: bytes\r\nETag: %.*s\r\n", static_cast<int>(file.etag().size()), file.etag().data());
+    if (file.mtime >= 0) {
+        const std::string_view modified = format_http_date(file.mtime, date);
+        add("Last-Modified: %.*s\r\n", static_cast<int>(modified.size()), modified.data());
+    }
+    if (options.max_age_s >= 0) add("Cache-Control: max-age=%d\r\n", options.max_age_s);
+    if (file.has_variants) add("Vary: Accept-Encoding\r\n");
+    if (!file.content_encoding.empty())
+        add("Content-Encoding: %.*s\r\n", static_cast<int>(file.content_encoding.size()), file.content_encoding.data());
+    const std::size_t common = used;
+
+    const Validators validators{file.etag(), file.mtime};
+    switch (evaluate_preconditions(request, validators)) {
+    case Precondition::not_modified: {
+        ResponseHead head = exchange.head(HttpStatus::not_modified, file.content_type);
+        head.extra_headers = {headers, common};
+        return exchange.send(head, {});
+    }
+    case Precondition::failed: return exchange.error(HttpStatus::precondition_failed);
+    case Precondition::proceed: break;
+    }
+
+    HttpStatus status = HttpStatus::ok;
+    if (const std::string_view range = request.header("range"); range.data() && if_range_holds(request, validators)) {
+        const ByteRange wanted = parse_byte_range(range, file.full_size);
+        if (wanted.kind == ByteRange::Kind::unsatisfiable) {
+            add("Content-Range: bytes */%zu\r\n", file.full_size);
+            ResponseHead head = exchange.head(HttpStatus::range_not_satisfiable, "text/plain; charset=utf-8");
+            head.extra_headers = {headers, used};
+            return exchange.send(head, "416 Range Not Satisfiable\n");
+        }
+        if (wanted.kind == ByteRange::Kind::single) {
+            status = HttpStatus::partial_content;
+            file.offset = static_cast<std::size_t>(wanted.first);
+            file.size = static_cast<std::size_t>(wanted.last - wanted.first + 1);
+            add("Content-Range: bytes %llu-%llu/%zu\r\n", static_cast<unsigned long long>(wanted.first),
+                static_cast<unsigned long long>(wanted.last), file.full_size);
+        }
+    }
+
     std::string& out = exchange.out();
     const std::size_t before = out.size();
-    append_head(out, exchange.head(HttpStatus::ok, file.content_type), file.size);
-    if (request.head) return HttpStatus::ok;
+    ResponseHead head = exchange.head(status, file.content_type);
+    head.extra_headers = {headers, used};
+    append_head(out, head, file.size);
+    if (request.head) return status;
     if (file.size >= kStreamFileBytes) {
         body_file = std::move(file);
-        return HttpStatus::ok;
+        return status;
     }
     if (!StaticFiles::read_into(file, out)) {
         out.resize(before);
         spdlog::error("static file {}: read failed", exchange.path);
         return exchange.error(HttpStatus::internal_server_error);
     }
-    return HttpStatus::ok;
+    return status;
 }
 
 }  // namespace cspd

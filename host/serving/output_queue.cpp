@@ -64,7 +64,7 @@ OutputQueue::Written OutputQueue::write_to(int fd) {
         while (item.sent < total) {
             ssize_t n;
             if (item.file.is_open()) {
-                off_t offset = static_cast<off_t>(item.sent);
+                off_t offset = static_cast<off_t>(item.file.offset + item.sent);
                 n = ::sendfile(fd, item.file.fd.get(), &offset, total - item.sent);
                 if (n == 0) return {Progress::file_shrank, written};
             } else {
