@@ -212,11 +212,13 @@ EntryCheck check_descriptor(const void* symbol) {
     check.entry.handle = descriptor->handle;
     check.entry.cleanup = descriptor->cleanup;
     check.entry.blocking = (descriptor->flags & CSP_HANDLER_BLOCKING) != 0;
+    check.entry.reads_config = false;
     check.init = descriptor->init;
     // A descriptor built before 2.2 ends before this field.
     if (descriptor->descriptor_size >=
         offsetof(csp_handler_descriptor, init_with_context) + sizeof descriptor->init_with_context)
         check.init_with_context = descriptor->init_with_context;
+    check.entry.reads_config = check.init_with_context != nullptr;
     return check;
 }
 }  // namespace
@@ -287,10 +289,13 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     identity.content_hash = fnv1a64(image);
     // The configuration is part of the version: a new one is a new version, with its own hash (so a
     // version fenced for crashing in init with one configuration is not fenced with the next).
+    // Only a handler with a context init reads it (known once it is loaded, below); until then the
+    // version is named as if it did, so the vetting process is told the same.
+    const std::uint64_t image_hash = identity.content_hash;
     identity.config_stamp = config_stamp(config_dir, name);
     HandlerConfig::Read config = HandlerConfig::read(config_dir, name);
-    if (!config.error.empty()) return failure(bad_config, "configuration refused: " + config.error);
-    if (config.config) identity.content_hash = fnv1a64(config.config->text(), fnv1a64("\n--config--\n", identity.content_hash));
+    if (config.config)
+        identity.content_hash = fnv1a64(config.config->text(), fnv1a64("\n--config--\n", identity.content_hash));
 
     // A unique private name per version: dlopen never sees a path or inode twice.
     const std::uint64_t sequence = next_sequence_++;
@@ -345,6 +350,15 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
         return failure(no_entry_point, "no csp_handler symbol (define the handler with CSP_HANDLER)");
     const EntryCheck check = check_descriptor(&library->get<const unsigned>("csp_handler"));
     if (check.error != none) return failure(check.error, check.why);
+    if (check.init_with_context) {
+        if (!config.error.empty()) return failure(bad_config, "configuration refused: " + config.error);
+    } else {
+        // A handler built before configurations (or without a context init) never sees one: a file
+        // of the same name beside it (its own data, say) neither refuses it nor makes it a new version.
+        identity.content_hash = image_hash;
+        identity.config_stamp = 0;
+        config = {};
+    }
     void* state = nullptr;
     if (check.init || check.init_with_context) {
         int rc = 0;

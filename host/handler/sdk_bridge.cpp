@@ -246,6 +246,7 @@ void HandlerRequestView::keep() {
     args_listed_ = false;
     args_.clear();
     id_text_ = {};
+    id_state_.store(0, std::memory_order_relaxed);
 }
 
 HandlerRequestView::~HandlerRequestView() = default;
@@ -283,6 +284,7 @@ void HandlerRequestView::bind(const HttpRequest& request, const Context& context
     version_ = context.version;
     id_ = context.id;
     id_text_ = {};
+    id_state_.store(0, std::memory_order_relaxed);
     args_listed_ = false;
     args_.clear();
     if (abi == HandlerAbi::v1) {

@@ -12,6 +12,8 @@
 
 #include <csp/csp.h>
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -105,7 +107,9 @@ private:
     const HttpRequest* request_ = nullptr;
     const HandlerVersion* version_ = nullptr;
     RequestId id_;
-    csp_str id_text_{};  // formatted on first use
+    // Formatted on first use, by whichever thread asks first (a deferred call may log from any).
+    std::atomic<std::uint8_t> id_state_{0};  // 0: not yet, 1: being formatted, 2: id_text_ is set
+    csp_str id_text_{};
     char id_buffer_[RequestId::kMaxText];
     bool args_listed_ = false;
     std::vector<std::pair<csp_str, csp_str>> args_;  // csp_arg_at's list, made on first use

@@ -37,7 +37,10 @@ bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out)
     return true;
 }
 
+/// The body as form fields: not for GET and HEAD, whose bodies have no meaning (RFC 9110 §9.3.1),
+/// so a GET with a body cannot pass a handler arguments its next GET without one would not see.
 std::string_view form_body(const HttpRequest& request) {
+    if (request.head || request.method == "GET") return {};
     return is_form_urlencoded(request.header("content-type")) ? request.body : std::string_view{};
 }
 
@@ -101,7 +104,14 @@ HostServices& host_services() {
 csp_str ToolkitApi::find_field(const HandlerRequestView& view, std::string_view text, std::string_view wanted) noexcept {
     csp_str found = kAbsent;
     try {
+        std::string decoded_name;
         for_each_form_field(text, [&](std::string_view name, std::string_view value) {
+            // Names are compared decoded, as csp_arg_at gives them ("user%5Bname%5D" is "user[name]").
+            if (name.find_first_of("%+") != std::string_view::npos) {
+                decoded_name.clear();
+                if (!percent_decode(name, decoded_name, true)) return true;
+                name = decoded_name;
+            }
             if (name != wanted) return true;
             auto& store = const_cast<HandlerRequestView&>(view).decoded_args_;
             if (!decode(store, value, found)) found = kAbsent;
@@ -174,10 +184,16 @@ csp_str ToolkitApi::cookie(const csp_request* req, const char* name, size_t name
 
 csp_str ToolkitApi::request_id(const csp_request* req) noexcept {
     HandlerRequestView& view = view_of(req);
-    if (!view.id_text_.data) {
+    std::uint8_t state = view.id_state_.load(std::memory_order_acquire);
+    if (state == 2) return view.id_text_;
+    if (state == 0 && view.id_state_.compare_exchange_strong(state, 1, std::memory_order_acquire)) {
         const std::string_view sent = view.request_->header("x-request-id");
         view.id_text_ = to_csp(is_sane_request_id(sent) ? sent : view.id_.format(view.id_buffer_));
+        view.id_state_.store(2, std::memory_order_release);
+        return view.id_text_;
     }
+    while (view.id_state_.load(std::memory_order_acquire) != 2) {
+    }  // another thread formats it now: a few nanoseconds
     return view.id_text_;
 }
 

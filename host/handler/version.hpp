@@ -45,6 +45,7 @@ struct HandlerEntry {
     int (*handle_v1)(const abi1::request*, csp_reply*) = nullptr;  ///< ABI 1
     csp_cleanup_fn cleanup = nullptr;
     bool blocking = false;                                       ///< CSP_HANDLER_BLOCKING: never on a loop
+    bool reads_config = false;  ///< 2.2 init with a context: NAME.conf / NAME.json is part of the version
 };
 
 class HandlerVersion {
@@ -64,6 +65,7 @@ public:
 
     HandlerAbi abi() const { return entry_.abi; }
     bool blocking() const { return entry_.blocking; }
+    bool reads_config() const { return entry_.reads_config; }
     const std::string& name() const { return name_; }
     std::uint64_t sequence() const { return sequence_; }
     const HandlerFileIdentity& file() const { return file_; }

@@ -111,8 +111,11 @@ struct HandlerWatcher::Impl {
         }
         HandlerFileIdentity on_disk;
         const std::filesystem::path library = folder / (name + ".so");
+        // A new configuration is a new version, for a handler that reads one (or may: none is live yet).
+        const auto live = registry.current(name);
+        const bool configurable = !live || live->reads_config();
         if (HandlerLoader::identify(library, on_disk)) {
-            on_disk.config_stamp = HandlerLoader::config_stamp(folder, name);  // a new configuration: a new version
+            if (configurable) on_disk.config_stamp = HandlerLoader::config_stamp(folder, name);
             load(name, library, on_disk);
             return;
         }
@@ -120,6 +123,7 @@ struct HandlerWatcher::Impl {
             for (const char* extension : {".cpp", ".c"}) {
                 const std::filesystem::path source = folder / (name + extension);
                 if (HandlerLoader::identify(source, on_disk)) {
+                    if (configurable) on_disk.config_stamp = HandlerLoader::config_stamp(folder, name);
                     compile(name, source, on_disk);
                     return;
                 }
@@ -187,7 +191,9 @@ struct HandlerWatcher::Impl {
         // source changed or went. Then this result is stale: drop it and look again.
         HandlerFileIdentity now;
         const bool library_arrived = HandlerLoader::identify(folder / (name + ".so"), now);
-        const bool source_unchanged = HandlerLoader::identify(source, now) && now.same_file_as(on_disk);
+        bool source_unchanged = HandlerLoader::identify(source, now);
+        now.config_stamp = on_disk.config_stamp;  // a configuration that changed meanwhile brings its own event
+        source_unchanged = source_unchanged && now.same_file_as(on_disk);
         if (library_arrived || !source_unchanged) {
             std::error_code ec;
             if (result.ok) std::filesystem::remove(result.output, ec);

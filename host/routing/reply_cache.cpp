@@ -40,16 +40,17 @@ bool personal_and_not_varied(const std::vector<std::string>& vary, HeaderOf head
 ReplyCache::ReplyCache(std::size_t max_bytes)
     : max_bytes_(max_bytes), max_entry_bytes_(std::max<std::size_t>(max_bytes / 8, 1)) {}
 
-template <class HeaderOf>
+template <class ValuesOf>
 const std::string& ReplyCache::key_for(std::string_view path, std::string_view query,
-                                       const std::vector<std::string>& vary, HeaderOf header_of) {
+                                       const std::vector<std::string>& vary, ValuesOf values_of) {
+    // NUL between the parts: a decoded path may hold '?', but never NUL (the decoder refuses %00).
     key_.assign(path);
-    key_.push_back('?');
+    key_.push_back('\0');
     key_.append(query);
     for (const std::string& name : vary) {
-        const std::string_view value = header_of(name);
         key_.push_back('\0');
-        if (value.data()) key_.push_back('='), key_.append(value);  // absent and empty differ
+        // Every value of the header, in order: two Cookie headers are not the first one alone.
+        values_of(name, [&](std::string_view value) { key_.push_back('\1'), key_.append(value); });
     }
     return key_;
 }
@@ -66,7 +67,11 @@ const CachedReply* ReplyCache::find(const HandlerVersion& version, std::string_v
     }
     const auto header_of = [&](std::string_view name) { return request.header(name); };
     if (personal_and_not_varied(handler.vary, header_of)) return nullptr;
-    const auto found = handler.entries.find(std::string_view(key_for(path, query, handler.vary, header_of)));
+    const auto values_of = [&](std::string_view name, auto&& take) {
+        for (const HttpHeader& h : request.headers)
+            if (iequals(h.name, name)) take(h.value);
+    };
+    const auto found = handler.entries.find(std::string_view(key_for(path, query, handler.vary, values_of)));
     if (found == handler.entries.end() || found->second.expires_ns <= now_ns) {
         if (found != handler.entries.end()) erase(found->second);
         if (slot_) bump(slot_->cache_misses);
@@ -80,7 +85,10 @@ const CachedReply* ReplyCache::find(const HandlerVersion& version, std::string_v
 
 void ReplyCache::store(const HandlerVersion& version, const csp_request& request, const HandlerReply& reply,
                        HttpStatus status, std::int64_t now_ns) {
-    if (max_bytes_ == 0 || reply.cache_seconds() == 0 || code(status) >= 500) return;
+    // A 206 or a 304 is this request's answer, not the resource's.
+    if (max_bytes_ == 0 || reply.cache_seconds() == 0 || code(status) >= 500 || status == HttpStatus::partial_content ||
+        status == HttpStatus::not_modified)
+        return;
     if (has_header_line(reply.extra_headers(), "set-cookie")) return;
     const auto header_of = [&](std::string_view name) {
         const csp_str value = request.api->request_header(&request, name.data(), name.size());
@@ -88,17 +96,23 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
     };
     const std::vector<std::string>& vary = reply.cache_vary();
     if (personal_and_not_varied(vary, header_of)) return;
+    const auto values_of = [&](std::string_view name, auto&& take) {
+        csp_str n, v;
+        for (size_t i = 0; request.api->request_header_at(&request, i, &n, &v) == 0; ++i)
+            if (iequals({n.data, n.size}, name)) take(std::string_view(v.data, v.size));
+    };
     const std::size_t bytes = sizeof(Entry) + reply.body().size() + reply.extra_headers().size() +
                               reply.content_type().size() + request.path.size + request.query.size + 64;
     if (bytes > max_entry_bytes_) return;
 
     auto [it, fresh] = handlers_.try_emplace(version.name());
     Handler& handler = it->second;
+    if (!fresh && handler.sequence > version.sequence()) return;  // a late answer of a replaced version
     if (!fresh && (handler.sequence != version.sequence() || handler.vary != vary)) clear(handler);
     handler.sequence = version.sequence();
     handler.vary = vary;
     const std::string& key = key_for({request.path.data, request.path.size}, {request.query.data, request.query.size},
-                                     vary, header_of);
+                                     vary, values_of);
     if (auto old = handler.entries.find(std::string_view(key)); old != handler.entries.end()) erase(old->second);
     while (bytes_ + bytes > max_bytes_ && !lru_.empty()) erase(*lru_.back());
 

@@ -5,7 +5,8 @@
 //
 // What is never cached: a reply with Set-Cookie; a reply to a request that carried Cookie or
 // Authorization, unless the handler varies on that header (csp_reply_cache_vary: the header's
-// first value is then part of the key); a streamed or deferred-then-streamed reply; a 5xx.
+// values are then part of the key); a streamed reply; a 206, a 304 or a 5xx; a reply to a HEAD
+// (the handler may have left its body out) or to a request with a body.
 // A new version of the handler (or its removal) purges its entries.
 #pragma once
 
@@ -85,10 +86,10 @@ private:
         std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries;
     };
 
-    /// The key for a request: path, query, and the first value of each `vary` header.
-    template <class HeaderOf>
+    /// The key for a request: path, query, and every value of each `vary` header.
+    template <class ValuesOf>
     const std::string& key_for(std::string_view path, std::string_view query, const std::vector<std::string>& vary,
-                               HeaderOf header_of);
+                               ValuesOf values_of);
     void erase(Entry& entry);
     void clear(Handler& handler);
 

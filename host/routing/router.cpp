@@ -70,7 +70,8 @@ void Router::remember(const CallState& call, const HandlerVersion& version, Http
     if (call.reply.cache_seconds() == 0 || !call.reply.consistent()) return;
     const csp_request& request = *call.view.raw();
     const std::string_view method(request.method.data, request.method.size);
-    if (method != "GET" && method != "HEAD") return;
+    // Only a GET's whole answer: a handler may leave a HEAD's body out.
+    if (method != "GET" || request.body.size != 0) return;
     cache_.store(version, request, call.reply, status, coarse_monotonic_now_ns());
 }
 
@@ -125,7 +126,10 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
         if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
     }
     const HttpRequest& request = exchange.request;
-    const bool cacheable = request.head || request.method == "GET";
+    // A GET with a body could make a handler answer differently from the next GET of that path:
+    // such a request neither reads nor fills the cache.
+    const bool cacheable = (request.head || request.method == "GET") && request.body.empty() &&
+                           !request.header("transfer-encoding").data();
     if (cacheable && cache_.in_use())
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {

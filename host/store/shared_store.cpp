@@ -20,7 +20,7 @@
 namespace cspd {
 namespace {
 constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
-constexpr std::uint32_t kLayout = 1;
+constexpr std::uint32_t kLayout = 2;
 
 std::uint64_t hash_key(std::string_view key) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
@@ -36,10 +36,13 @@ struct SharedStore::Header {
     std::uint32_t layout;
     std::uint64_t entries, value_max, table_size, slot_bytes;
     std::uint64_t used;
+    std::int64_t last_sweep_ms;  // a full store sweeps for expired entries at most once a second
     pthread_mutex_t mutex;
 };
 
 struct SharedStore::Slot {
+    // 0 free, 1 whole, 2 being rewritten in place. Written last (release) when a slot is filled, so
+    // a process that dies mid-copy leaves 0 or 2, which repair() drops, never a key with another's value.
     std::uint32_t used;
     std::uint32_t key_size;
     std::uint64_t value_size;
@@ -56,7 +59,11 @@ class SharedStore::Lock {
 public:
     explicit Lock(SharedStore& store) : mutex_(&store.header_->mutex) {
         if (pthread_mutex_lock(mutex_) == EOWNERDEAD) {
-            store.repair();
+            try {
+                store.repair();
+            } catch (...) {
+                store.clear_all();  // no memory to rebuild with: an empty store beats a stuck one
+            }
             pthread_mutex_consistent(mutex_);
         }
     }
@@ -104,6 +111,7 @@ SharedStore SharedStore::create(const StoreLimits& limits) {
     header->table_size = table_size_for(limits);
     header->slot_bytes = slot_bytes_for(limits);
     header->used = 0;
+    header->last_sweep_ms = 0;
     pthread_mutexattr_t attributes;
     pthread_mutexattr_init(&attributes);
     pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
@@ -176,16 +184,25 @@ void SharedStore::erase(std::size_t hole) {
         // s may move to the hole unless its home lies cyclically in (hole, j].
         const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (stays) continue;
-        std::memcpy(&slot(hole), &s, offsetof(Slot, key) + s.key_size);
-        std::memcpy(slot(hole).value(), s.value(), s.value_size);
-        s.used = 0;
+        // The hole is free while it is filled; the moved entry is whole in the hole before its old
+        // slot is freed. A death in between leaves a duplicate, which repair() drops.
+        Slot& target = slot(hole);
+        __atomic_store_n(&target.used, 0u, __ATOMIC_RELEASE);
+        std::memcpy(target.value(), s.value(), s.value_size);
+        target.key_size = s.key_size;
+        std::memcpy(&target.value_size, &s.value_size, offsetof(Slot, key) + s.key_size - offsetof(Slot, value_size));
+        __atomic_store_n(&target.used, 1u, __ATOMIC_RELEASE);
+        __atomic_store_n(&s.used, 0u, __ATOMIC_RELEASE);
         hole = j;
     }
-    slot(hole).used = 0;
+    __atomic_store_n(&slot(hole).used, 0u, __ATOMIC_RELEASE);
     --header_->used;
 }
 
 std::size_t SharedStore::reclaim_expired(std::int64_t now) {
+    // A sweep reads the whole table under the lock: a store kept full must not pay it every put.
+    if (header_->last_sweep_ms && now - header_->last_sweep_ms < 1000) return 0;
+    header_->last_sweep_ms = now;
     std::size_t reclaimed = 0;
     for (std::size_t i = 0; i < header_->table_size;) {
         if (slot(i).used && expired(slot(i), now)) {
@@ -198,6 +215,11 @@ std::size_t SharedStore::reclaim_expired(std::int64_t now) {
     return reclaimed;
 }
 
+void SharedStore::clear_all() {
+    for (std::size_t i = 0; i < header_->table_size; ++i) slot(i).used = 0;
+    header_->used = 0;
+}
+
 void SharedStore::repair() {
     // The dead holder may have been anywhere in an erase or a store: rebuild the table from the
     // entries that are whole, keeping the first of any key seen twice.
@@ -208,12 +230,11 @@ void SharedStore::repair() {
     std::vector<Entry> entries;
     for (std::size_t i = 0; i < header_->table_size; ++i) {
         Slot& s = slot(i);
-        if (!s.used) continue;
+        if (s.used != 1) continue;  // free, or caught mid-rewrite
         if (s.key_size == 0 || s.key_size > kKeyMax || s.value_size > header_->value_max) continue;
         entries.push_back({std::string(s.key_view()), std::string(s.value(), s.value_size), s.expires_ms});
     }
-    for (std::size_t i = 0; i < header_->table_size; ++i) slot(i).used = 0;
-    header_->used = 0;
+    clear_all();
     for (const Entry& e : entries) {
         if (header_->used >= header_->entries) break;
         const std::uint64_t hash = hash_key(e.key);
@@ -226,6 +247,8 @@ void SharedStore::repair() {
 SharedStore::Result SharedStore::store(std::size_t index, bool found, std::string_view key, std::uint64_t hash,
                                        std::string_view value, std::int64_t expires_ms) {
     Slot& s = slot(index);
+    // Marked while written: a death mid-copy must not leave a whole-looking entry with torn bytes.
+    __atomic_store_n(&s.used, found ? 2u : 0u, __ATOMIC_RELEASE);
     if (!found) {
         s.hash = hash;
         s.key_size = static_cast<std::uint32_t>(key.size());
@@ -235,7 +258,7 @@ SharedStore::Result SharedStore::store(std::size_t index, bool found, std::strin
     s.value_size = value.size();
     std::memcpy(s.value(), value.data(), value.size());
     s.expires_ms = expires_ms;
-    s.used = 1;
+    __atomic_store_n(&s.used, 1u, __ATOMIC_RELEASE);
     return Result::ok;
 }
 

@@ -66,6 +66,7 @@ private:
     std::size_t reclaim_expired(std::int64_t now_ms);
     /// After a process died holding the lock: drops entries it may have left half written.
     void repair();
+    void clear_all();
     Result store(std::size_t index, bool found, std::string_view key, std::uint64_t hash, std::string_view value,
                  std::int64_t expires_ms);
 

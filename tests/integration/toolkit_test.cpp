@@ -44,6 +44,24 @@ protected:
     TestServer server;
 };
 
+TEST_F(Toolkit, FormArgumentNamesAreComparedDecoded) {
+    EXPECT_EQ(post("/csp/toolkit/arg?name=user%5Bname%5D", "application/x-www-form-urlencoded", "user%5Bname%5D=Eva")
+                  ->body,
+              "Eva");
+    EXPECT_EQ(body("/csp/toolkit/arg?name=first%20name&first+name=Bo"), "Bo");
+}
+
+TEST_F(Toolkit, AConfigurationFileIsNoneOfAnOlderHandlersBusiness) {
+    // toolkit.so has no context init: a toolkit.json beside it, even one that does not parse,
+    // neither refuses it nor loads it again when it changes.
+    std::ofstream(server.handlers() / "toolkit.json") << "{ not json";
+    std::ofstream(server.handlers() / "toolkit.json", std::ios::app) << " at all";
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(server.log().find("configuration refused"), std::string::npos) << server.log();
+    EXPECT_EQ(server.log().find("toolkit: reloaded"), std::string::npos) << server.log();
+    EXPECT_EQ(fetch(server.port(), "/csp/toolkit/id")->status, 200);
+}
+
 TEST_F(Toolkit, FormArgumentsComeFromTheQueryThenAnUrlencodedBodyDecoded) {
     auto r = post("/csp/toolkit/args?a=1&b=x+y", "application/x-www-form-urlencoded; charset=utf-8",
                   "c=%41%20b&a=2&bad=%zz&&d&%E2%82%AC=euro");
@@ -279,9 +297,36 @@ TEST_F(ReplyCacheTest, PersonalRepliesAreNeverSharedByMistake) {
     EXPECT_EQ(get(varied, "Cookie: s=bob\r\n"), "call 8");
     EXPECT_EQ(get(varied), "call 9");
     EXPECT_EQ(get(varied), "call 9");
+    // Every Cookie header is part of the key, not the first alone.
+    EXPECT_EQ(get(varied, "Cookie: theme=dark\r\nCookie: session=X\r\n"), "call 10");
+    EXPECT_EQ(get(varied, "Cookie: theme=dark\r\n"), "call 11");
+    EXPECT_EQ(get(varied, "Cookie: theme=dark\r\nCookie: session=X\r\n"), "call 10");
     // 5xx is never kept.
-    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 10");
-    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 11");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 12");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60&status=503"), "call 13");
+}
+
+TEST_F(ReplyCacheTest, AGetWithABodyCanNeitherPoisonNorReadTheCache) {
+    // A form body on a GET is not the handler's arguments, and such a request skips the cache.
+    const std::string poison = "GET /csp/toolkit/cached?seconds=60 HTTP/1.1\r\nHost: h\r\nContent-Type: "
+                               "application/x-www-form-urlencoded\r\nContent-Length: 10\r\n\r\nstatus=404";
+    auto r = send(poison);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);  // the body's status=404 was not read as an argument
+    EXPECT_EQ(r->body, "call 1");
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60"), "call 2");  // nothing was kept from it
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60"), "call 2");
+    EXPECT_EQ(send("GET /csp/toolkit/arg?name=q HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded"
+                   "\r\nContent-Length: 3\r\n\r\nq=1")->body,
+              "absent");
+}
+
+TEST_F(ReplyCacheTest, AHeadIsAnsweredFromTheCacheButNeverFillsIt) {
+    HttpClient client(server.port());
+    client.send("HEAD /csp/toolkit/cached?seconds=60 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(client.read_response(true));
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60"), "call 2");  // the HEAD's reply was not kept
+    EXPECT_EQ(get("/csp/toolkit/cached?seconds=60"), "call 2");
 }
 
 TEST_F(ReplyCacheTest, ANewVersionOfTheHandlerForgetsItsEntries) {

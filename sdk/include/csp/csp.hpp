@@ -117,10 +117,11 @@ public:
     std::optional<std::string> kv_get(std::string_view key) const {
         std::string value(256, '\0');
         size_t size = 0;
-        if (r_->api->kv_get(r_, key.data(), key.size(), value.data(), value.size(), &size) != 0) return std::nullopt;
-        if (size > value.size()) {
-            value.resize(size);
+        // Another worker may grow the value between two reads: read again until it fits.
+        for (;;) {
             if (r_->api->kv_get(r_, key.data(), key.size(), value.data(), value.size(), &size) != 0) return std::nullopt;
+            if (size <= value.size()) break;
+            value.resize(size);
         }
         value.resize(size);
         return value;
