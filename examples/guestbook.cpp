@@ -1,16 +1,20 @@
 // /csp/guestbook: a guestbook, as a browser uses one.
-//  GET   the page: the last 20 messages (HTML-escaped) and a form. A visitor without a session
-//        gets one (cookie gb_session, HttpOnly, SameSite=Lax) and a CSRF token tied to it.
+//  GET   the page: the last 20 messages (HTML-escaped) and a form. A visitor without one gets a
+//        session cookie (gb_session: a random token, HttpOnly, SameSite=Lax), which the form
+//        carries too, in a hidden field.
 //  POST  a message, from that form (multipart/form-data, with an optional file) or urlencoded:
-//        the CSRF token must match the session's (else 403); then 303 back to the page.
-// Everything lives in the store every worker shares, so all workers show the same book: the
-// session's token (an hour), a message counter, and each message (name, text, attached file's
-// name and size; the file's bytes are not kept).
+//        the form's token must equal the cookie's (else 403) -- another site can make a browser
+//        post here, with the cookie, but can neither read the page's token nor set the cookie
+//        (double-submit CSRF protection) -- then 303 back to the page.
+// Messages live in the store every worker shares, so all workers show the same book: a counter,
+// and each message (name, text, attached file's name and size; the file's bytes are not kept),
+// the last 20 only. A GET writes nothing there, so visitors cannot fill the store.
 #include <csp/csp.hpp>
 
 #include <sys/random.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -61,13 +65,10 @@ struct Message {
 };
 
 int page(const csp::request& req, csp::reply& rep) {
-    std::string session(req.cookie("gb_session").value_or(""));
-    std::optional<std::string> token;
-    if (is_hex(session, 32)) token = req.kv_get("guestbook:csrf:" + session);
-    if (!token) {
-        session = random_hex(16);
+    std::string token(req.cookie("gb_session").value_or(""));
+    if (!is_hex(token, 32)) {
         token = random_hex(16);
-        if (session.empty() || token->empty() || req.kv_put("guestbook:csrf:" + session, *token, 3600) != 0) {
+        if (token.empty()) {
             rep << "the guestbook cannot start a session now\n";
             return 503;
         }
@@ -76,18 +77,18 @@ int page(const csp::request& req, csp::reply& rep) {
         cookie.http_only = 1;
         cookie.same_site = "Lax";
         cookie.max_age = 3600;
-        rep.set_cookie("gb_session", session, cookie);
+        rep.set_cookie("gb_session", token, cookie);
     }
     rep.header("Cache-Control", "no-store");
     rep << "<!doctype html><html><head><meta charset=\"utf-8\"><title>Guestbook</title></head><body>\n"
            "<h1>Guestbook</h1>\n<form method=\"post\" action=\"/csp/guestbook\" enctype=\"multipart/form-data\">\n"
            "<input type=\"hidden\" name=\"csrf\" value=\""
-        << *token
+        << token
         << "\">\n<label>Name <input name=\"name\" maxlength=\"64\" required></label>\n"
            "<label>Message <textarea name=\"text\" maxlength=\"500\" required></textarea></label>\n"
            "<label>File <input type=\"file\" name=\"attachment\"></label>\n"
            "<button>Sign</button>\n</form>\n<ol class=\"messages\">\n";
-    const std::int64_t last = req.kv_add("guestbook:count", 0).value_or(0);
+    const std::int64_t last = std::strtoll(req.kv_get("guestbook:count").value_or("0").c_str(), nullptr, 10);
     for (std::int64_t n = last; n > 0 && n > last - kShown; --n) {
         const std::optional<std::string> stored = req.kv_get("guestbook:msg:" + std::to_string(n));
         if (!stored) continue;
@@ -140,10 +141,9 @@ int sign(const csp::request& req, csp::reply& rep) {
     const std::string session(req.cookie("gb_session").value_or(""));
     const Form form = read_form(req);
     if (!form.ok) return rep << "a malformed form\n", 400;
-    const std::optional<std::string> token =
-        is_hex(session, 32) ? req.kv_get("guestbook:csrf:" + session) : std::nullopt;
-    // Another site can make a browser post here, but cannot read the page's token.
-    if (!token || form.csrf != *token) return rep << "the form has expired or did not come from this site\n", 403;
+    // Another site can make a browser post here, with the cookie, but cannot know the token.
+    if (!is_hex(session, 32) || form.csrf != session)
+        return rep << "the form has expired or did not come from this site\n", 403;
     if (form.name.empty() || form.text.empty() || form.name.size() > kMaxName || form.text.size() > kMaxText ||
         form.name.find('\n') != std::string::npos || form.file.find('\n') != std::string::npos)
         return rep << "a name (up to 64 bytes, one line) and a message (up to 500 bytes) are needed\n", 400;

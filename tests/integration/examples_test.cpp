@@ -208,7 +208,8 @@ namespace {
 /// showing the message escaped.
 class Guestbook : public ::testing::Test {
 protected:
-    Guestbook() : server({}, false) {
+    // A small store: the guestbook must live within it however many visitors come.
+    Guestbook() : server({"--kv-entries", "30"}, false) {
         std::filesystem::copy_file(test_handler("examples/guestbook.so"), server.handlers() / "guestbook.so");
         server.start();
     }
@@ -272,6 +273,14 @@ TEST_F(Guestbook, ABrowserSignsItWithAFileAndSeesItsMessageEscaped) {
               303);
     const std::string both = get(cookie)->body;
     EXPECT_LT(both.find("<b>Bo</b>: second one"), both.find("<b>&lt;Eva&gt;</b>"));
+}
+
+TEST_F(Guestbook, VisitorsWriteNothingIntoTheStoreUntilTheySign) {
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(get("")->status, 200) << i;  // each a new visitor
+    const auto [cookie, csrf] = visit();
+    EXPECT_EQ(post(cookie, "application/x-www-form-urlencoded", "csrf=" + csrf + "&name=Eva&text=still+room")->status,
+              303);
+    EXPECT_NE(get(cookie)->body.find("<b>Eva</b>: still room"), std::string::npos);
 }
 
 TEST_F(Guestbook, AFormWithoutItsSessionsTokenIsRefused) {

@@ -349,17 +349,17 @@ static inline csp_str csp_request_id(const csp_request *req) {
 
 /* Asks the host to keep this reply and answer later GET and HEAD requests for the same path and
  * query with it, from memory and without calling the handler, for `seconds` (0: do not
- * keep it; at most a year). Only for a reply to a GET or HEAD that is answered whole (now, or by
- * csp_pending_finish; never a stream), with a status below 500. Never kept: a reply with a
- * Set-Cookie header, or one to a request that carried Cookie or Authorization, unless the handler
- * varies on that header (csp_reply_cache_vary). Each event loop keeps its own entries, at most
- * --cache-size MiB per worker in all, least recently used evicted first; a new version of the
- * handler forgets its entries. 0, or -1 past a year. */
+ * keep it; at most a year). Only for a reply to a GET without a body that is answered whole (now,
+ * or by csp_pending_finish; never a stream), with a status below 500 other than 206 and 304.
+ * Never kept: a reply with a Set-Cookie header, or one to a request that carried Cookie or
+ * Authorization, unless the handler varies on that header (csp_reply_cache_vary). Each event loop
+ * keeps its own entries, at most --cache-size MiB per worker in all, least recently used evicted
+ * first; a new version of the handler forgets its entries. 0, or -1 past a year. */
 static inline int csp_reply_cache(csp_reply *reply, unsigned seconds) {
     return reply->api->reply_cache(reply, seconds);
 }
 
-/* Makes the first value of request header `name` part of the cached reply's key (up to 8 headers):
+/* Makes every value of request header `name` part of the cached reply's key (up to 8 headers):
  * "Accept-Language", or "Cookie" for replies that differ per visitor. Every reply of a handler
  * should name the same headers; a reply naming others starts the handler's entries afresh.
  * 0, or -1 for a name that is not a token or a ninth header. */
