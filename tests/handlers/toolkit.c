@@ -11,6 +11,7 @@
  *                     survives reloads), kept by csp_reply_cache for S seconds
  *   /body?defer=1     "size N fnv H" of the request body (FNV-1a 64); with defer, answered from a
  *                     loop timer after csp_reply_defer, when the call has long returned
+ *   /etag?tag=T&modified=DATE   a 200 with ETag: "T" and/or Last-Modified: DATE, for the host's 304/412
  * Built twice: as toolkit.so, and with TOOLKIT_BLOCKING as the blocking toolkit_blocking.so. */
 #include <csp/csp.h>
 
@@ -114,6 +115,16 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
             if (pending) return csp_pending_finish(pending, 500), CSP_DEFERRED;
         }
         body_digest(req, reply);
+        return 200;
+    }
+    if (csp_str_is(path, "/etag")) {
+        char tag[80], quoted[96], modified[64];
+        if (*arg(req, "tag", tag, sizeof tag)) {
+            snprintf(quoted, sizeof quoted, "\"%s\"", tag);
+            csp_reply_add_header(reply, "ETag", quoted);
+        }
+        if (*arg(req, "modified", modified, sizeof modified)) csp_reply_add_header(reply, "Last-Modified", modified);
+        csp_reply_puts(reply, "the representation\n");
         return 200;
     }
     if (csp_str_is(path, "/cached")) {

@@ -1,6 +1,7 @@
 // Files beneath the www root, opened by the kernel's RESOLVE_BENEATH: what is inside is
 // found, folders serve their index or ask for their slash, nothing outside is reachable.
 #include "routing/static_files.hpp"
+#include "routing/mime_types.hpp"
 
 #include "temp_dir.hpp"
 
@@ -69,6 +70,31 @@ TEST_F(StaticFilesTest, NothingOutsideTheRootAndNothingButRegularFiles) {
 }
 
 TEST(StaticFiles, RefusesARootThatIsNotAFolder) { EXPECT_THROW(StaticFiles("/nonexistent/www"), std::system_error); }
+
+}  // namespace
+}  // namespace cspd
+
+namespace cspd {
+namespace {
+
+TEST(MimeTypes, ReadsTheMimeTypesFormat) {
+    const MimeTypes types = MimeTypes::parse("# comment\napplication/json\t\tjson\ntext/markdown md markdown\n"
+                                             "no-slash  ext\n\nimage/png png # trailing comment\nimage/x-png png\n");
+    EXPECT_EQ(types.find("json"), "application/json");
+    EXPECT_EQ(types.find("MD"), "text/markdown; charset=utf-8");  // text gets its charset; any case
+    EXPECT_EQ(types.find("markdown"), "text/markdown; charset=utf-8");
+    EXPECT_EQ(types.find("png"), "image/png");  // the first line naming it wins
+    EXPECT_EQ(types.find("ext"), "");
+    EXPECT_EQ(types.find("nothing"), "");
+}
+
+TEST(MimeTypes, TheSystemTableComesFirstAndTheBuiltInOneAfter) {
+    EXPECT_GT(MimeTypes::system().size(), 100u) << "/etc/mime.types (package media-types) is missing";
+    EXPECT_EQ(content_type_for("a/b/page.html"), "text/html; charset=utf-8");
+    EXPECT_EQ(content_type_for("x.woff2"), "font/woff2");
+    EXPECT_EQ(content_type_for("noextension"), "application/octet-stream");
+    EXPECT_EQ(content_type_for("dir.d/file"), "application/octet-stream");
+}
 
 }  // namespace
 }  // namespace cspd

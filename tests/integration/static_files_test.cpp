@@ -1,0 +1,150 @@
+// Static files over real sockets, the way nginx serves them: validators (ETag, Last-Modified),
+// 304 and 412 for conditional requests, 206 and 416 for ranges (several ranges: the whole file),
+// If-Range, precompressed sidecars by Accept-Encoding with Vary, Cache-Control from
+// --static-max-age, types from /etc/mime.types; and the host answering handlers' validators.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+class StaticFilesOverSockets : public ::testing::Test {
+protected:
+    StaticFilesOverSockets() : server({"--static-max-age", "120", "--threads", "1"}, false) {
+        write("doc.txt", kText);
+        write("big.bin", big());
+        write("app.js", "console.log('plain');\n");
+        write("app.js.gz", "gzip bytes stand-in");
+        write("app.js.br", "brotli bytes stand-in");
+        write("style.css", "body{}\n");
+        write("style.css.gz", "gz");
+        write("font.woff2", "w");
+        write("picture.png", "p");
+        std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so");
+        server.start();
+    }
+    void write(const std::string& name, const std::string& bytes) {
+        std::ofstream(server.www() / name, std::ios::binary) << bytes;
+    }
+    static std::string big() {
+        std::string bytes(600 * 1024, '\0');  // over the size sent straight from the file
+        for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>('a' + i % 26);
+        return bytes;
+    }
+    std::optional<HttpResponse> get(const std::string& target, const std::string& headers = "",
+                                    const std::string& method = "GET") {
+        HttpClient client(server.port());
+        client.send(method + " " + target + " HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n");
+        return client.read_response(method == "HEAD");
+    }
+    static constexpr const char* kText = "0123456789abcdefghij\n";  // 21 bytes
+    TestServer server;
+};
+
+TEST_F(StaticFilesOverSockets, CarryValidatorsAndCacheControl) {
+    auto r = get("/doc.txt");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, kText);
+    EXPECT_TRUE(std::regex_match(r->header("etag"), std::regex("\"[0-9a-f]+-15\"")));
+    EXPECT_TRUE(std::regex_match(r->header("last-modified"),
+                                 std::regex("[A-Z][a-z]{2}, \\d{2} [A-Z][a-z]{2} \\d{4} \\d{2}:\\d{2}:\\d{2} GMT")));
+    EXPECT_EQ(r->header("cache-control"), "max-age=120");
+    EXPECT_EQ(r->header("accept-ranges"), "bytes");
+    EXPECT_FALSE(r->has_header("vary"));  // no sidecar
+    EXPECT_EQ(r->header("content-type"), "text/plain; charset=utf-8");
+}
+
+TEST_F(StaticFilesOverSockets, ConditionalRequestsGet304And412) {
+    const auto first = get("/doc.txt");
+    const std::string etag = first->header("etag"), modified = first->header("last-modified");
+    auto same = get("/doc.txt", "If-None-Match: " + etag + "\r\n");
+    EXPECT_EQ(same->status, 304);
+    EXPECT_TRUE(same->body.empty());
+    EXPECT_EQ(same->header("etag"), etag);
+    EXPECT_EQ(same->header("cache-control"), "max-age=120");
+    EXPECT_EQ(get("/doc.txt", "If-None-Match: \"other\", W/" + etag + "\r\n")->status, 304);
+    EXPECT_EQ(get("/doc.txt", "If-None-Match: \"other\"\r\n")->status, 200);
+    EXPECT_EQ(get("/doc.txt", "If-Modified-Since: " + modified + "\r\n")->status, 304);
+    EXPECT_EQ(get("/doc.txt", "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n")->status, 200);
+    EXPECT_EQ(get("/doc.txt", "If-None-Match: " + etag + "\r\n", "HEAD")->status, 304);
+    EXPECT_EQ(get("/doc.txt", "If-Match: \"other\"\r\n")->status, 412);
+    EXPECT_EQ(get("/doc.txt", "If-Match: " + etag + "\r\n")->status, 200);
+    EXPECT_EQ(get("/doc.txt", "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n")->status, 412);
+    EXPECT_EQ(get("/doc.txt", "If-Unmodified-Since: " + modified + "\r\n")->status, 200);
+}
+
+TEST_F(StaticFilesOverSockets, OneRangeGets206AndAnUnsatisfiableOne416) {
+    auto part = get("/doc.txt", "Range: bytes=2-5\r\n");
+    EXPECT_EQ(part->status, 206);
+    EXPECT_EQ(part->body, "2345");
+    EXPECT_EQ(part->header("content-range"), "bytes 2-5/21");
+    EXPECT_EQ(get("/doc.txt", "Range: bytes=-3\r\n")->body, "ij\n");
+    EXPECT_EQ(get("/doc.txt", "Range: bytes=17-\r\n")->body, "hij\n");
+    auto beyond = get("/doc.txt", "Range: bytes=21-\r\n");
+    EXPECT_EQ(beyond->status, 416);
+    EXPECT_EQ(beyond->header("content-range"), "bytes */21");
+    // Several ranges: the whole file (documented); a malformed one is ignored.
+    auto several = get("/doc.txt", "Range: bytes=0-1,4-5\r\n");
+    EXPECT_EQ(several->status, 200);
+    EXPECT_EQ(several->body, kText);
+    EXPECT_EQ(get("/doc.txt", "Range: bytes=5-2\r\n")->status, 200);
+    // If-Range: the range only while the file is the one the client has.
+    const std::string etag = get("/doc.txt")->header("etag");
+    EXPECT_EQ(get("/doc.txt", "Range: bytes=0-1\r\nIf-Range: " + etag + "\r\n")->status, 206);
+    EXPECT_EQ(get("/doc.txt", "Range: bytes=0-1\r\nIf-Range: \"stale\"\r\n")->status, 200);
+    // A large file's range is sent from the file, from its offset.
+    const std::string bytes = big();
+    auto tail = get("/big.bin", "Range: bytes=500000-500099\r\n");
+    EXPECT_EQ(tail->status, 206);
+    EXPECT_EQ(tail->body, bytes.substr(500000, 100));
+    auto head = get("/big.bin", "Range: bytes=10-19\r\n", "HEAD");
+    EXPECT_EQ(head->status, 206);
+    EXPECT_EQ(head->header("content-length"), "10");
+    EXPECT_TRUE(head->body.empty());
+}
+
+TEST_F(StaticFilesOverSockets, PrecompressedSidecarsAreChosenByAcceptEncoding) {
+    auto br = get("/app.js", "Accept-Encoding: gzip, deflate, br\r\n");
+    EXPECT_EQ(br->body, "brotli bytes stand-in");
+    EXPECT_EQ(br->header("content-encoding"), "br");
+    EXPECT_EQ(br->header("vary"), "Accept-Encoding");
+    EXPECT_EQ(br->header("content-type"), "text/javascript; charset=utf-8");
+    auto gz = get("/app.js", "Accept-Encoding: gzip\r\n");
+    EXPECT_EQ(gz->body, "gzip bytes stand-in");
+    EXPECT_EQ(gz->header("content-encoding"), "gzip");
+    EXPECT_NE(gz->header("etag"), br->header("etag"));  // each representation its own tag
+    auto plain = get("/app.js");
+    EXPECT_EQ(plain->body, "console.log('plain');\n");
+    EXPECT_FALSE(plain->has_header("content-encoding"));
+    EXPECT_EQ(plain->header("vary"), "Accept-Encoding");
+    EXPECT_EQ(get("/app.js", "Accept-Encoding: br;q=0, gzip;q=0\r\n")->body, "console.log('plain');\n");
+    EXPECT_EQ(get("/style.css", "Accept-Encoding: br, gzip\r\n")->header("content-encoding"), "gzip");
+    EXPECT_EQ(get("/app.js", "Accept-Encoding: *\r\n")->header("content-encoding"), "br");
+}
+
+TEST_F(StaticFilesOverSockets, TypesComeFromTheSystemsMimeTable) {
+    EXPECT_EQ(get("/font.woff2")->header("content-type"), "font/woff2");
+    EXPECT_EQ(get("/picture.png")->header("content-type"), "image/png");
+}
+
+TEST_F(StaticFilesOverSockets, AHandlersValidatorsGetTheSameAnswers) {
+    const std::string base = "/csp/toolkit/etag?tag=v7&modified=Sun,%2006%20Nov%201994%2008:49:37%20GMT";
+    EXPECT_EQ(get(base)->status, 200);
+    EXPECT_EQ(get(base, "If-None-Match: \"v7\"\r\n")->status, 304);
+    EXPECT_EQ(get(base, "If-None-Match: \"v7\"\r\n")->header("etag"), "\"v7\"");
+    EXPECT_EQ(get(base, "If-None-Match: \"v6\"\r\n")->status, 200);
+    EXPECT_EQ(get(base, "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n")->status, 304);
+    EXPECT_EQ(get(base, "If-Match: \"v6\"\r\n")->status, 412);
+    EXPECT_EQ(get("/csp/toolkit/etag", "If-None-Match: *\r\n")->status, 200);  // no validators: as usual
+}
+
+}  // namespace
+}  // namespace cspd::test
