@@ -1,0 +1,60 @@
+// The dashboard (www/) in a real browser: headless chromium driven by playwright-core
+// (tests/browser/dashboard.mjs) against the real binary. The page lists hello and xpng, shows a
+// handler dropped in, and a broken one with its refusal reason; screenshots are saved in the
+// build folder's artifacts/ for people to look at.
+#include "http_client.hpp"
+#include "test_server.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace cspd::test {
+namespace {
+
+std::string run(const std::string& command, int& status) {
+    std::string out;
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+    if (!pipe) return out;
+    std::array<char, 4096> chunk;
+    while (std::size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe.get())) out.append(chunk.data(), n);
+    status = ::pclose(pipe.release());
+    return out;
+}
+
+TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
+    TestServer server({"--threads", "1"}, false);
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(CSPD_SOURCE_DIR) / "www"))
+        std::filesystem::copy(entry.path(), server.www() / entry.path().filename());
+    for (const char* name : {"hello.so", "xpng.so"})
+        std::filesystem::copy_file(std::filesystem::path(CSPD_HANDLERS_DIR) / name, server.handlers() / name);
+    server.start();
+    ASSERT_EQ(fetch(server.port(), "/dashboard.js")->status, 200);
+
+    const std::filesystem::path artifacts = std::filesystem::path(CSPD_BUILD_DIR) / "artifacts";
+    std::filesystem::create_directories(artifacts);
+    const std::string command = "node " + std::string(CSPD_SOURCE_DIR) + "/tests/browser/dashboard.mjs http://127.0.0.1:" +
+                                std::to_string(server.port()) + "/ " + server.handlers().string() + " " +
+                                test_handler("counter.so").string() + " " + test_handler("bad_abi.so").string() + " " +
+                                (artifacts / "dashboard").string() + " 2>&1";
+    int status = -1;
+    const std::string out = run(command, status);
+    ASSERT_EQ(status, 0) << out;
+    const auto result = nlohmann::json::parse(out.substr(out.rfind('{')));
+    EXPECT_TRUE(result.at("ok").get<bool>()) << out;
+    EXPECT_NE(result.at("broken_reason").get<std::string>().find("built for SDK ABI version 3.0"), std::string::npos)
+        << out;
+    // The page polls twice a second: a change shows well within a second of the server seeing it.
+    std::printf("dropped handler shown after %d ms, broken one after %d ms; screenshots in %s\n",
+                result.at("dropped_shown_ms").get<int>(), result.at("broken_shown_ms").get<int>(),
+                artifacts.string().c_str());
+    EXPECT_TRUE(std::filesystem::exists(artifacts / "dashboard-desktop.png"));
+    EXPECT_TRUE(std::filesystem::exists(artifacts / "dashboard-phone.png"));
+}
+
+}  // namespace
+}  // namespace cspd::test

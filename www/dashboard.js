@@ -1,0 +1,112 @@
+// The dashboard: polls /-/status twice a second and draws what it says. No framework, no library:
+// a handler's requests per second are the difference between two polls, charted on a canvas.
+"use strict";
+
+const POLL_MS = 500;
+const HISTORY = 60; // points per chart: 30 s
+const history = new Map(); // handler name -> {last, at, rates[]}
+
+function element(tag, attributes = {}, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function rateOf(handler, now) {
+  let h = history.get(handler.name);
+  if (!h) {
+    h = { last: handler.requests, at: now, rates: [] };
+    history.set(handler.name, h);
+    return 0;
+  }
+  const seconds = (now - h.at) / 1000;
+  const rate = seconds > 0 ? Math.max(0, handler.requests - h.last) / seconds : 0;
+  h.last = handler.requests;
+  h.at = now;
+  h.rates.push(rate);
+  if (h.rates.length > HISTORY) h.rates.shift();
+  return rate;
+}
+
+function chart(canvas, rates) {
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth * ratio, height = canvas.clientHeight * ratio;
+  canvas.width = width;
+  canvas.height = height;
+  const g = canvas.getContext("2d");
+  g.clearRect(0, 0, width, height);
+  const top = Math.max(1, ...rates);
+  g.strokeStyle = "#1f6feb";
+  g.lineWidth = 1.5 * ratio;
+  g.beginPath();
+  rates.forEach((r, i) => {
+    const x = (i / (HISTORY - 1)) * width, y = height - (r / top) * (height - 2 * ratio) - ratio;
+    i ? g.lineTo(x, y) : g.moveTo(x, y);
+  });
+  g.stroke();
+}
+
+function card(handler, rate) {
+  const c = element("article", { class: "card", "data-handler": handler.name, "data-state": handler.state });
+  const title = element("h3");
+  title.append(element("span", {}, handler.name), element("span", { class: "state " + handler.state }, handler.state));
+  c.append(title);
+  const numbers = element("div", { class: "numbers" });
+  const add = (label, value) => {
+    const item = element("span", {}, label + " ");
+    item.append(element("b", {}, String(value)));
+    numbers.append(item);
+  };
+  add("req/s", rate < 10 ? rate.toFixed(1) : Math.round(rate).toLocaleString());
+  add("requests", handler.requests.toLocaleString());
+  add("errors", handler.errors);
+  add("crashes", handler.crashes);
+  if (handler.version) add("version", `${handler.version.size} B, fnv ${handler.version.fnv1a64.slice(0, 8)}`);
+  c.append(numbers);
+  const canvas = element("canvas", { "aria-label": `requests per second of ${handler.name}` });
+  c.append(canvas);
+  if (handler.last_refusal && handler.state !== "live")
+    c.append(element("p", { class: "reason" }, handler.last_refusal));
+  else if (handler.last_refusal)
+    c.append(element("p", { class: "reason" }, "last refused: " + handler.last_refusal));
+  return { c, canvas };
+}
+
+function draw(status) {
+  const now = Date.now();
+  const handlers = document.getElementById("handlers");
+  handlers.replaceChildren();
+  for (const h of status.handlers) {
+    const rate = rateOf(h, now);
+    const { c, canvas } = card(h, rate);
+    handlers.append(c);
+    chart(canvas, history.get(h.name).rates);
+  }
+  const workers = document.getElementById("workers");
+  workers.replaceChildren();
+  for (const w of status.workers) {
+    const row = element("tr");
+    for (const v of [w.slot, w.pid, w.state, w.restarts, w.open_connections, w.requests.toLocaleString()])
+      row.append(element("td", {}, String(v)));
+    workers.append(row);
+  }
+  const live = status.handlers.filter((h) => h.state === "live").length;
+  document.getElementById("summary").textContent =
+    `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
+    `${status.worker_restarts} worker restart(s); up since ${new Date(status.started_unix_ms).toLocaleString()}`;
+}
+
+async function poll() {
+  try {
+    const response = await fetch("/-/status", { cache: "no-store" });
+    if (!response.ok) throw new Error(String(response.status));
+    draw(await response.json());
+    document.getElementById("offline").hidden = true;
+  } catch {
+    document.getElementById("offline").hidden = false;
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
