@@ -58,6 +58,7 @@ int Server::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
     StaticFiles www(config_.www_dir);
+    www.watch();  // small files are kept in memory while nothing under www changes
 
     // Alone, this process makes its own counters and sockets; a worker gets them from its master.
     SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create();

@@ -17,6 +17,7 @@
 namespace cspd {
 namespace {
 constexpr std::string_view kHandlerPrefix = "/csp/";
+constexpr std::size_t kStaticCacheBytes = 8 << 20;  // per loop: small files (64 KiB at most) in memory
 
 /// RFC 3986 allows no spaces, tabs or other control bytes in a URI.
 bool has_control_bytes(std::string_view target) {
@@ -38,7 +39,8 @@ bool has_single_host(const HttpRequest& request) {
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
     : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
-      request_id_header_(options.request_id_header), static_options_{options.static_max_age_s} {
+      request_id_header_(options.request_id_header), static_options_{options.static_max_age_s},
+      static_cache_(www.watcher(), kStaticCacheBytes) {
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
                                                 std::chrono::steady_clock::now().time_since_epoch().count());
@@ -110,7 +112,7 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
-    return serve_static(www_, exchange, routed.body_file, static_options_);
+    return serve_static(www_, exchange, routed.body_file, static_options_, &static_cache_);
 }
 
 HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query,

@@ -65,6 +65,7 @@ private:
     std::uint64_t requests_ = 0;  // this loop's, numbering its request ids
     bool request_id_header_;
     StaticOptions static_options_;
+    StaticCache static_cache_;
     char id_buffer_[RequestId::kMaxText];
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;

@@ -74,8 +74,31 @@ void describe(const struct stat& st, std::string_view suffix, StaticFiles::File&
 
 }  // namespace
 
+unsigned accepted_codings(std::string_view accept_encoding) {
+    if (accept_encoding.empty()) return 0;
+    return (accepts(accept_encoding, "br") ? kAcceptsBrotli : 0u) | (accepts(accept_encoding, "gzip") ? kAcceptsGzip : 0u);
+}
+
+StaticFiles::File StaticFiles::facts_of(const File& file) {
+    File facts;
+    facts.size = file.size;
+    facts.offset = file.offset;
+    facts.content_type = file.content_type;
+    facts.full_size = file.full_size;
+    facts.mtime = file.mtime;
+    facts.content_encoding = file.content_encoding;
+    facts.has_variants = file.has_variants;
+    std::copy(std::begin(file.etag_text), std::end(file.etag_text), std::begin(facts.etag_text));
+    facts.etag_size = file.etag_size;
+    return facts;
+}
+
+void StaticFiles::watch() {
+    if (!watch_) watch_ = std::make_unique<WwwWatch>(path_);
+}
+
 StaticFiles::StaticFiles(const std::filesystem::path& root)
-    : root_(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) {
+    : root_(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)), path_(root) {
     if (!root_) throw std::system_error(errno, std::system_category(), "cannot open www folder " + root.string());
 }
 

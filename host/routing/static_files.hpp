@@ -3,14 +3,21 @@
 #pragma once
 
 #include "common/unique_fd.hpp"
+#include "routing/www_watch.hpp"
 
 #include <cstddef>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace cspd {
+
+/// Bits of accepted_codings.
+enum : unsigned { kAcceptsBrotli = 1, kAcceptsGzip = 2 };
+/// Which precompressed codings an Accept-Encoding header takes.
+unsigned accepted_codings(std::string_view accept_encoding);
 
 class StaticFiles {
 public:
@@ -44,8 +51,17 @@ public:
     /// Appends the file's bytes to `out`; false on a read error.
     static bool read_into(const File& file, std::string& out);
 
+    /// A copy of what `file` says, without its descriptor.
+    static File facts_of(const File& file);
+
+    /// Starts watching the folder (WwwWatch), so small files may be kept in memory.
+    void watch();
+    const WwwWatch* watcher() const { return watch_.get(); }
+
 private:
     UniqueFd root_;
+    std::filesystem::path path_;
+    std::unique_ptr<WwwWatch> watch_;
 };
 
 }  // namespace cspd

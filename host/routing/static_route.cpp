@@ -4,6 +4,7 @@
 #include "http/http_date.hpp"
 #include "http/preconditions.hpp"
 #include "http/uri.hpp"
+#include "common/clocks.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -11,29 +12,54 @@
 #include <cstdio>
 
 namespace cspd {
+namespace {
+
+/// A folder named without its slash: 301 to it with the slash, as nginx answers.
+HttpStatus redirect_to_slash(Exchange& exchange) {
+    // Location is built from the raw target's path so that encoding survives; leading slashes
+    // collapse to one, or "//host/" would send the browser to another site.
+    std::string_view raw = split_target(without_scheme_and_authority(exchange.request.target)).path;
+    raw.remove_prefix(std::min(raw.find_first_not_of('/'), raw.size()));
+    std::string location = "Location: /";
+    location.append(raw).append("/\r\n");
+    ResponseHead head = exchange.head(HttpStatus::moved_permanently, "text/plain; charset=utf-8");
+    head.extra_headers = location;
+    return exchange.send(head, "301 Moved Permanently\n");
+}
+
+}  // namespace
 
 HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file,
-                        const StaticOptions& options) {
+                        const StaticOptions& options, StaticCache* cache) {
     const HttpRequest& request = exchange.request;
     if (request.method != "GET" && !request.head) return exchange.method_not_allowed();
     if (has_unsafe_segment(exchange.path) || has_hidden_segment(exchange.path))
         return exchange.error(HttpStatus::not_found);
     StaticFiles::File file;
-    switch (www.open(exchange.path, file, request.header("accept-encoding"))) {
-    case StaticFiles::Outcome::found: break;
-    case StaticFiles::Outcome::not_found: return exchange.error(HttpStatus::not_found);
-    case StaticFiles::Outcome::forbidden: return exchange.error(HttpStatus::forbidden);
-    case StaticFiles::Outcome::redirect_to_slash: {
-        // Location is built from the raw target's path so that encoding survives; leading slashes
-        // collapse to one, or "//host/" would send the browser to another site.
-        std::string_view raw = split_target(without_scheme_and_authority(request.target)).path;
-        raw.remove_prefix(std::min(raw.find_first_not_of('/'), raw.size()));
-        std::string location = "Location: /";
-        location.append(raw).append("/\r\n");
-        ResponseHead head = exchange.head(HttpStatus::moved_permanently, "text/plain; charset=utf-8");
-        head.extra_headers = location;
-        return exchange.send(head, "301 Moved Permanently\n");
-    }
+    std::string loaded;     // a small file read now, to keep
+    std::string_view bytes;  // the whole file, when it is in memory (kept, or just read)
+    const std::string_view accept_encoding = request.header("accept-encoding");
+    const unsigned codings = accepted_codings(accept_encoding);
+    const std::int64_t now = cache ? coarse_monotonic_now_ns() : 0;
+    if (const StaticCache::Entry* hit = cache ? cache->find(exchange.path, codings, now) : nullptr) {
+        file = StaticFiles::facts_of(hit->facts);
+        bytes = hit->bytes;
+    } else {
+        const std::uint64_t generation = cache ? cache->generation() : 0;  // before the file is opened
+        switch (www.open(exchange.path, file, accept_encoding)) {
+        case StaticFiles::Outcome::found: break;
+        case StaticFiles::Outcome::not_found: return exchange.error(HttpStatus::not_found);
+        case StaticFiles::Outcome::forbidden: return exchange.error(HttpStatus::forbidden);
+        case StaticFiles::Outcome::redirect_to_slash: return redirect_to_slash(exchange);
+        }
+        if (cache && cache->usable() && file.full_size <= StaticCache::kMaxFileBytes) {
+            if (!StaticFiles::read_into(file, loaded)) {
+                spdlog::error("static file {}: read failed", exchange.path);
+                return exchange.error(HttpStatus::internal_server_error);
+            }
+            bytes = loaded;
+            cache->store(exchange.path, codings, file, loaded, generation, now);
+        }
     }
     // Validators and what the answer varies with, on every answer for this file.
     char headers[512];
@@ -89,6 +115,10 @@ HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles:
     head.extra_headers = {headers, used};
     append_head(out, head, file.size);
     if (request.head) return status;
+    if (bytes.data()) {
+        out.append(bytes.substr(file.offset, file.size));
+        return status;
+    }
     if (file.size >= kStreamFileBytes) {
         body_file = std::move(file);
         return status;

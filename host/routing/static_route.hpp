@@ -5,6 +5,7 @@
 #pragma once
 
 #include "routing/exchange.hpp"
+#include "routing/static_cache.hpp"
 #include "routing/static_files.hpp"
 
 namespace cspd {
@@ -17,8 +18,9 @@ struct StaticOptions {
 };
 
 /// Answers `exchange` from `www`. For a large file only the head is appended and `body_file`
-/// is opened: its bytes (all, or the range) follow the head on the wire.
+/// is opened: its bytes (all, or the range) follow the head on the wire. With `cache`, small files
+/// are answered from memory once read.
 HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file,
-                        const StaticOptions& options = {});
+                        const StaticOptions& options = {}, StaticCache* cache = nullptr);
 
 }  // namespace cspd

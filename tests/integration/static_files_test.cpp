@@ -130,6 +130,25 @@ TEST_F(StaticFilesOverSockets, PrecompressedSidecarsAreChosenByAcceptEncoding) {
     EXPECT_EQ(get("/app.js", "Accept-Encoding: *\r\n")->header("content-encoding"), "br");
 }
 
+TEST_F(StaticFilesOverSockets, AFileKeptInMemoryIsServedAnewOnceItChanges) {
+    EXPECT_EQ(get("/doc.txt")->body, kText);
+    EXPECT_EQ(get("/doc.txt")->body, kText);  // from memory now
+    write("doc.txt", "ABCDEFGHIJKLMNOPQRST\n");  // the same size: only the watch can tell
+    EXPECT_TRUE(eventually([&] { return get("/doc.txt")->body == "ABCDEFGHIJKLMNOPQRST\n"; }, 2s));
+    // A folder made after the start is watched too.
+    std::filesystem::create_directories(server.www() / "later" / "deeper");
+    write("later/deeper/x.txt", "one\n");
+    EXPECT_TRUE(eventually([&] { return get("/later/deeper/x.txt")->body == "one\n"; }, 2s));
+    EXPECT_EQ(get("/later/deeper/x.txt")->body, "one\n");
+    write("later/deeper/x.txt", "two\n");
+    EXPECT_TRUE(eventually([&] { return get("/later/deeper/x.txt")->body == "two\n"; }, 2s));
+    std::filesystem::remove(server.www() / "later" / "deeper" / "x.txt");
+    EXPECT_TRUE(eventually([&] { return get("/later/deeper/x.txt")->status == 404; }, 2s));
+    // A sidecar appearing changes what is sent.
+    write("doc.txt.gz", "gz of doc");
+    EXPECT_TRUE(eventually([&] { return get("/doc.txt", "Accept-Encoding: gzip\r\n")->body == "gz of doc"; }, 2s));
+}
+
 TEST_F(StaticFilesOverSockets, TypesComeFromTheSystemsMimeTable) {
     EXPECT_EQ(get("/font.woff2")->header("content-type"), "font/woff2");
     EXPECT_EQ(get("/picture.png")->header("content-type"), "image/png");
