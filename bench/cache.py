@@ -4,7 +4,7 @@ page built on every call, against xpng (the cheapest handler there is: 68 bytes,
 
 Builds bench/handlers/page.c twice (page.so builds the page each time, page_cached.so asks for it
 to be cached for 60 s), starts one cspd (--workers 1 --threads 1, so all three share one loop and
-its core), checks each answers, then runs wrk against each in alternating rounds and prints the
+its core, CPU 0), checks each answers, then runs wrk (pinned to CPU 1) against each in alternating rounds and prints the
 median req/s of each with the ratios. Loopback only; bounded by wrk's durations.
 
     python3 bench/cache.py [--build build] [--seconds 5] [--rounds 3]
@@ -41,7 +41,7 @@ def main():
              ("page, built on every call", f"{base}/csp/page?who=Eva"),
              ("page, from the reply cache", f"{base}/csp/page_cached?who=Eva")]
     runs = {label: [] for label, _ in cases}
-    server = subprocess.Popen([str((args.build / "cspd").resolve()), "--port", str(PORT), "--bind", "127.0.0.1",
+    server = subprocess.Popen(["taskset", "-c", "0", str((args.build / "cspd").resolve()), "--port", str(PORT), "--bind", "127.0.0.1",
                                "--workers", "1", "--threads", "1", "--handlers", str(handlers), "--www",
                                str(ROOT / "www"), "--log-level", "warn"])
     try:
@@ -53,7 +53,7 @@ def main():
             wrk(url, threads=1, connections=32, seconds=1)  # warm-up
         for _ in range(args.rounds):
             for label, url in cases:
-                result = wrk(url, threads=1, connections=32, seconds=args.seconds)
+                result = wrk(url, threads=1, connections=32, seconds=args.seconds, cpu="1")
                 if result["non_2xx"]:
                     raise RuntimeError(f"{url}: {result['non_2xx']} non-2xx answers")
                 runs[label].append(result["rps"])
@@ -65,7 +65,7 @@ def main():
 
     median = {label: statistics.median(values) for label, values in runs.items()}
     xpng, built, cached = (median[label] for label, _ in cases)
-    print(f"wrk -t1 -c32 -d{args.seconds}s, {args.rounds} alternating rounds, medians; cspd --workers 1 --threads 1; "
+    print(f"wrk -t1 -c32 -d{args.seconds}s on CPU 1, {args.rounds} alternating rounds, medians; cspd --workers 1 --threads 1 on CPU 0; "
           f"{os.cpu_count()} CPUs shared by wrk and cspd\n")
     print("| handler | median req/s | rounds |")
     print("|---|---:|---|")

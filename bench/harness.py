@@ -29,9 +29,11 @@ def wait_for_port(port, seconds=10):
     time.sleep(0.5)
 
 
-def wrk(url, threads=2, connections=64, seconds=10):
-    """Runs wrk --latency against url: requests/s, p50 and p99 in ms, and the non-2xx/3xx count."""
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+def wrk(url, threads=2, connections=64, seconds=10, cpu=None):
+    """Runs wrk --latency against url (pinned to `cpu` if given): requests/s, p50 and p99 in ms, and
+    the non-2xx/3xx count."""
+    pin = ["taskset", "-c", cpu] if cpu else []
+    out = subprocess.run([*pin, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
                          capture_output=True, text=True, check=True).stdout
 
     def ms(percent):
