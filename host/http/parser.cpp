@@ -82,7 +82,7 @@ void HttpParser::release_memory() {
 }
 
 const char* HttpParser::error_reason() const {
-    if (status_ == Status::spill_failed) return spill_error_.c_str();
+    if (status_ == Status::spill_failed && spill_error_) return spill_error_->c_str();
     const char* reason = llhttp_get_error_reason(&parser_);
     return reason ? reason : "malformed request";
 }
@@ -229,8 +229,9 @@ int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
         !s.start_spill())
         return -1;
     if (s.spill_) {
-        if (!s.spill_->append({at, length}, s.spill_error_)) {
-            s.status_ = Status::spill_failed;
+        std::string why;
+        if (!s.spill_->append({at, length}, why)) {
+            s.spill_failed(std::move(why));
             return -1;
         }
         return 0;
@@ -240,16 +241,21 @@ int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
 }
 
 bool HttpParser::start_spill() {
-    spill_ = SpilledBody::create(limits_.spill_folder.empty() ? std::filesystem::temp_directory_path()
-                                                              : limits_.spill_folder,
-                                 spill_error_);
-    if (!spill_ || !spill_->append(body_, spill_error_)) {
-        spill_.reset();
-        status_ = Status::spill_failed;
+    const bool own_folder = limits_.spill_folder && !limits_.spill_folder->empty();
+    std::string why;
+    spill_ = SpilledBody::create(own_folder ? *limits_.spill_folder : std::filesystem::temp_directory_path(), why);
+    if (!spill_ || !spill_->append(body_, why)) {
+        spill_failed(std::move(why));
         return false;
     }
     std::string().swap(body_);
     return true;
+}
+
+void HttpParser::spill_failed(std::string why) {
+    spill_.reset();
+    spill_error_ = std::make_unique<std::string>(std::move(why));
+    status_ = Status::spill_failed;
 }
 
 HttpRequest HttpParser::complete_request() {
@@ -264,7 +270,11 @@ HttpRequest HttpParser::complete_request() {
     request.headers = headers_;
     request.body = body_;
     if (spill_) {
-        if (!spill_->finish(spill_error_)) return request;  // the caller sees spill_ still set and fails
+        std::string why;
+        if (!spill_->finish(why)) {
+            spill_error_ = std::make_unique<std::string>(std::move(why));
+            return request;  // the caller sees spill_ still set and fails
+        }
         request.body = spill_->view();
         request.body_owner = std::move(spill_);
     }

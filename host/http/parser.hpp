@@ -40,10 +40,11 @@ protected:
 struct ParseLimits {
     std::size_t max_head_bytes = 8 * 1024;  ///< request line + headers
     std::size_t max_body_bytes = 1024 * 1024;
-    /// Bodies over this (up to max_body_bytes) go to a temporary file in `spill_folder` as they
-    /// arrive (SpilledBody); 0: every body stays in memory.
+    /// Bodies over this (up to max_body_bytes) go to a temporary file in `*spill_folder` (null or
+    /// empty: the system's temporary folder) as they arrive (SpilledBody); 0: every body stays in
+    /// memory. A pointer: every connection's parser has limits, and an idle one should stay small.
     std::size_t memory_body_bytes = 0;
-    std::filesystem::path spill_folder;
+    const std::filesystem::path* spill_folder = nullptr;
 };
 
 class HttpParser {
@@ -112,6 +113,8 @@ private:
     HttpRequest complete_request();
     /// Moves the body to a temporary file from here on; false (status set) if it cannot.
     bool start_spill();
+    /// The spill failed for `why`: the request fails with spill_failed.
+    void spill_failed(std::string why);
 
     llhttp_t parser_;
     ParseLimits limits_;
@@ -132,7 +135,7 @@ private:
     std::string head_;
     std::string body_;
     std::shared_ptr<SpilledBody> spill_;  // the current request's body, once it is over memory_body_bytes
-    std::string spill_error_;
+    std::unique_ptr<std::string> spill_error_;  // why the spill failed; made only then
     std::vector<HeaderSpan> spans_;    // the current request's headers, as offsets
     std::vector<HttpHeader> headers_;  // the same as views, for the request handed to the sink
 };

@@ -35,7 +35,7 @@ constexpr std::uint32_t kLingerS = 2;
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
     : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io.get_executor()),
       parser_(ParseLimits{loop.limits.max_head_bytes, loop.limits.max_body_bytes, loop.limits.memory_body_bytes,
-                          loop.limits.upload_dir}) {
+                          &loop.limits.upload_dir}) {
     loop_.connections.attach(this);
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);

@@ -279,7 +279,7 @@ struct Keeper final : RequestSink {
 
 TEST(HttpParser, ABodyOverTheMemoryLimitGoesToAFileAndOutlivesTheNextFeed) {
     const auto folder = std::filesystem::temp_directory_path();
-    HttpParser parser(ParseLimits{8192, 1 << 20, 16, folder});
+    HttpParser parser(ParseLimits{8192, 1 << 20, 16, &folder});
     Keeper sink;
     const std::string body(100'000, 'b');
     // Declared: to the file from the first byte. Fed in pieces, as a socket would.
@@ -301,7 +301,8 @@ TEST(HttpParser, ABodyOverTheMemoryLimitGoesToAFileAndOutlivesTheNextFeed) {
 }
 
 TEST(HttpParser, ASmallBodyStaysInMemoryAndTheHardLimitStillHolds) {
-    HttpParser parser(ParseLimits{8192, 64, 16, std::filesystem::temp_directory_path()});
+    const auto folder = std::filesystem::temp_directory_path();
+    HttpParser parser(ParseLimits{8192, 64, 16, &folder});
     Keeper sink;
     ASSERT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nsmall", sink), HttpParser::Status::ok);
     EXPECT_FALSE(sink.requests.at(0).body_owner);
@@ -309,7 +310,8 @@ TEST(HttpParser, ASmallBodyStaysInMemoryAndTheHardLimitStillHolds) {
 }
 
 TEST(HttpParser, AFolderThatCannotTakeTheFileFailsTheRequestWithTheReason) {
-    HttpParser parser(ParseLimits{8192, 1024, 16, "/nonexistent-cspd-folder"});
+    const std::filesystem::path nowhere = "/nonexistent-cspd-folder";
+    HttpParser parser(ParseLimits{8192, 1024, 16, &nowhere});
     Keeper sink;
     EXPECT_EQ(parser.feed("POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n", sink), HttpParser::Status::spill_failed);
     EXPECT_NE(std::string(parser.error_reason()).find("cannot make a temporary file in /nonexistent-cspd-folder"),
