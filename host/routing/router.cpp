@@ -129,9 +129,8 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     }
     const HttpRequest& request = exchange.request;
     // A GET with a body could make a handler answer differently from the next GET of that path:
-    // such a request neither reads nor fills the cache.
-    const bool cacheable = (request.head || request.method == "GET") && request.body.empty() &&
-                           !request.header("transfer-encoding").data();
+    // such a request neither reads nor fills the cache (remember() checks the body too).
+    const bool cacheable = (request.head || request.method == "GET") && request.body.empty();
     if (cacheable && cache_.in_use())
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
