@@ -38,4 +38,11 @@ inline bool is_token(std::string_view s) noexcept {
     return true;
 }
 
+/// `s` without the spaces and tabs (RFC 9110's optional whitespace) at either end.
+inline std::string_view trim_ows(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
 } // namespace cspd

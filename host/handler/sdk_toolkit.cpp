@@ -24,6 +24,9 @@ HandlerRequestView& view_of(const csp_request* req) {
 csp_str to_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
 constexpr csp_str kAbsent{nullptr, 0};
 constexpr unsigned kMaxCacheSeconds = 365 * 24 * 3600;
+/// CSP_LOG_DEBUG .. CSP_LOG_ERROR as spdlog's levels.
+constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
+                                                 spdlog::level::err};
 
 /// `text` decoded into `store` if it holds escapes; false for a bad escape.
 bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out) {
@@ -198,8 +201,6 @@ csp_str ToolkitApi::request_id(const csp_request* req) noexcept {
 }
 
 int ToolkitApi::log(const csp_request* req, int level, const char* text, size_t size) noexcept {
-    static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
-                                                            spdlog::level::warn, spdlog::level::err};
     if (level < CSP_LOG_DEBUG || level > CSP_LOG_ERROR || (!text && size)) return -1;
     const HandlerVersion* version = view_of(req).version();
     if (!version) return -1;
@@ -320,8 +321,6 @@ int ToolkitApi::config_at(const csp_init_context* ctx, size_t index, csp_str* ke
 }
 
 int ToolkitApi::init_log(const csp_init_context* ctx, int level, const char* text, size_t size) noexcept {
-    static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
-                                                            spdlog::level::warn, spdlog::level::err};
     if (!ctx || level < CSP_LOG_DEBUG || level > CSP_LOG_ERROR || (!text && size)) return -1;
     InitContext& context = InitContext::of(ctx);
     if (context.log_lines_left() == 0) return 1;

@@ -1,5 +1,7 @@
 #include "http/byte_range.hpp"
 
+#include "common/ascii.hpp"
+
 #include <charconv>
 
 namespace cspd {
@@ -11,26 +13,20 @@ bool number(std::string_view text, std::uint64_t& out) {
     return error == std::errc() && end == text.data() + text.size();
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 }  // namespace
 
 ByteRange parse_byte_range(std::string_view header, std::uint64_t size) {
     ByteRange whole;
-    header = trim(header);
+    header = trim_ows(header);
     if (header.size() < 6 || header.substr(0, 6) != "bytes=") return whole;
-    std::string_view spec = trim(header.substr(6));
+    std::string_view spec = trim_ows(header.substr(6));
     if (spec.find(',') != std::string_view::npos) {
         // Several ranges: the whole body (a client asking for many pieces gets them all at once).
         return whole;
     }
     const std::size_t dash = spec.find('-');
     if (dash == std::string_view::npos) return whole;
-    const std::string_view from = trim(spec.substr(0, dash)), to = trim(spec.substr(dash + 1));
+    const std::string_view from = trim_ows(spec.substr(0, dash)), to = trim_ows(spec.substr(dash + 1));
     ByteRange range;
     range.kind = ByteRange::Kind::single;
     if (from.empty()) {  // "-N": the last N bytes

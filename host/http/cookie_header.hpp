@@ -3,6 +3,8 @@
 // of double quotes around a value removed. Values are otherwise as sent. Pure, so it is fuzzed alone.
 #pragma once
 
+#include "common/ascii.hpp"
+
 #include <string_view>
 
 namespace cspd {
@@ -11,19 +13,14 @@ namespace cspd {
 /// when `fn` returns false.
 template <class Fn>
 void for_each_cookie(std::string_view header, Fn&& fn) {
-    const auto trim = [](std::string_view s) {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-        while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-        return s;
-    };
     while (!header.empty()) {
         const std::size_t semicolon = header.find(';');
         const std::string_view pair = header.substr(0, semicolon);
         header = semicolon == std::string_view::npos ? std::string_view{} : header.substr(semicolon + 1);
         const std::size_t eq = pair.find('=');
         if (eq == std::string_view::npos) continue;
-        const std::string_view name = trim(pair.substr(0, eq));
-        std::string_view value = trim(pair.substr(eq + 1));
+        const std::string_view name = trim_ows(pair.substr(0, eq));
+        std::string_view value = trim_ows(pair.substr(eq + 1));
         if (name.empty()) continue;
         if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
         if (!fn(name, value)) return;

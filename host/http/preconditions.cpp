@@ -1,15 +1,10 @@
 #include "http/preconditions.hpp"
 
+#include "common/ascii.hpp"
 #include "http/http_date.hpp"
 
 namespace cspd {
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
 
 bool weak(std::string_view tag) { return tag.starts_with("W/"); }
 std::string_view opaque(std::string_view tag) { return weak(tag) ? tag.substr(2) : tag; }
@@ -17,11 +12,11 @@ std::string_view opaque(std::string_view tag) { return weak(tag) ? tag.substr(2)
 }  // namespace
 
 bool etag_listed(std::string_view list, std::string_view etag, bool strong) {
-    if (trim(list) == "*") return !etag.empty();
+    if (trim_ows(list) == "*") return !etag.empty();
     if (etag.empty()) return false;
     while (!list.empty()) {
         const std::size_t comma = list.find(',');
-        const std::string_view tag = trim(list.substr(0, comma));
+        const std::string_view tag = trim_ows(list.substr(0, comma));
         list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
         if (tag.empty()) continue;
         if (strong ? (!weak(tag) && !weak(etag) && tag == etag) : opaque(tag) == opaque(etag)) return true;
@@ -35,7 +30,7 @@ Precondition evaluate_preconditions(const HttpRequest& request, const Validators
     if (const std::string_view if_match = request.header("if-match"); if_match.data()) {
         if (!etag_listed(if_match, v.etag, true)) return Precondition::failed;
     } else if (const std::string_view since = request.header("if-unmodified-since"); since.data()) {
-        const auto date = parse_http_date(trim(since));
+        const auto date = parse_http_date(trim_ows(since));
         if (date && v.last_modified >= 0 && v.last_modified > *date) return Precondition::failed;
     }
     // 3. If-None-Match, else 4. If-Modified-Since (GET and HEAD only).
@@ -44,7 +39,7 @@ Precondition evaluate_preconditions(const HttpRequest& request, const Validators
             return get_or_head ? Precondition::not_modified : Precondition::failed;
     } else if (get_or_head) {
         if (const std::string_view since = request.header("if-modified-since"); since.data()) {
-            const auto date = parse_http_date(trim(since));
+            const auto date = parse_http_date(trim_ows(since));
             if (date && v.last_modified >= 0 && v.last_modified <= *date) return Precondition::not_modified;
         }
     }
@@ -52,7 +47,7 @@ Precondition evaluate_preconditions(const HttpRequest& request, const Validators
 }
 
 bool if_range_holds(const HttpRequest& request, const Validators& v) {
-    const std::string_view condition = trim(request.header("if-range"));
+    const std::string_view condition = trim_ows(request.header("if-range"));
     if (!condition.data() || condition.empty()) return true;
     if (condition.front() == '"' || condition.starts_with("W/"))
         return !weak(condition) && !v.etag.empty() && !weak(v.etag) && condition == v.etag;

@@ -38,9 +38,7 @@ bool accepts(std::string_view header, std::string_view coding) {
         std::string_view item = header.substr(0, comma);
         header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
         const std::size_t semicolon = item.find(';');
-        std::string_view name = item.substr(0, semicolon);
-        while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
-        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+        const std::string_view name = trim_ows(item.substr(0, semicolon));
         bool zero = false;
         if (semicolon != std::string_view::npos) {
             std::string_view q = item.substr(semicolon + 1);
