@@ -4,6 +4,7 @@
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
+#include "process/service_notifier.hpp"
 #include "process/slot_banks.hpp"
 #include "process/watchdog.hpp"
 #include "process/worker_record.hpp"
@@ -237,6 +238,8 @@ private:
             if (ec) return;
             succession_.tick(stopping_);
             check_ready();
+            // The service manager's watchdog: alive while at least one worker serves.
+            if (!stopping_ && any_worker_serving()) notifier_.keep_alive(Clock::now());
             if (watchdog_.enabled())
                 for (unsigned i = 0; i < workers_.size(); ++i)
                     if (workers_[i].pid)
@@ -262,14 +265,22 @@ private:
             }
             all = all && worker.announced;
         }
-        if (all && !announced_all_) {
+        if (all && !announced_all_ && !stopping_) {
             announced_all_ = true;
             // Said once every worker has read the handlers folder: from here on, requests find them.
             spdlog::info("cspd listening on {}:{} with {} worker process(es) × {} event loop(s); handlers from {}, "
                          "static files from {}",
                          config_.bind_address, port_, workers_.size(), config_.threads, config_.handlers_dir.string(),
                          config_.www_dir.string());
+            notifier_.ready(fmt::format("serving on {}:{} with {} worker(s) × {} loop(s)", config_.bind_address, port_,
+                                        workers_.size(), config_.threads));
         }
+    }
+
+    bool any_worker_serving() const {
+        for (unsigned i = 0; i < workers_.size(); ++i)
+            if (workers_[i].pid && workers_[i].announced) return true;
+        return false;
     }
 
     // --- signals ---------------------------------------------------------------------
@@ -288,10 +299,12 @@ private:
             if (signal == SIGQUIT) {
                 quitting_ = true;
                 spdlog::info("SIGQUIT: stopping the workers now");
+                notifier_.stopping("stopping now (SIGQUIT)");
                 signal_workers(SIGQUIT);
                 deadline(2s);
             } else {
                 spdlog::info("signal {}: draining the workers (up to {} s)", signal, config_.drain_timeout_s);
+                notifier_.stopping(fmt::format("draining (up to {} s)", config_.drain_timeout_s));
                 signal_workers(SIGTERM);
                 deadline(std::chrono::seconds(config_.drain_timeout_s) + 2s);
             }
@@ -329,6 +342,7 @@ private:
     }
 
     const Config& config_;
+    ServiceNotifier notifier_;
     asio::io_context io_;
     SharedStatsMapping shared_;
     SharedStats& stats_;

@@ -10,6 +10,7 @@
 #include "process/handler_vetting.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
+#include "process/service_notifier.hpp"
 #include "routing/static_files.hpp"
 #include "store/shared_store.hpp"
 #include "handler/host_services.hpp"
@@ -26,6 +27,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include <unistd.h>
@@ -171,12 +173,27 @@ int Server::run() {
         stats.slots[first_slot + t].ready_ns.store(monotonic_now_ns());
         stats.slots[first_slot + t].ready.store(1);
     }
-    if (role_)
+    // Only a process that is the service speaks to its manager: a worker's master does.
+    std::optional<ServiceNotifier> notifier;
+    asio::steady_timer keep_alive(control);
+    std::function<void()> keep_alive_loop = [&] {
+        notifier->keep_alive(ServiceNotifier::Clock::now());
+        keep_alive.expires_after(notifier->watchdog_interval());
+        keep_alive.async_wait([&](boost::system::error_code ec) {
+            if (!ec) keep_alive_loop();
+        });
+    };
+    if (role_) {
         spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops.size());
-    else
+    } else {
         spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
                      "from {}, static files from {}",
                      config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
+        notifier.emplace();
+        notifier->ready(fmt::format("serving on {}:{} with {} loop(s), one process", config_.bind_address, port,
+                                    loops.size()));
+        if (notifier->watchdog_interval().count()) keep_alive_loop();
+    }
 
     std::function<void()> wait_for_requests = [&] {
         requests.async_wait([&](boost::system::error_code ec, int signal) {
@@ -223,6 +240,10 @@ int Server::run() {
         stopping = true;
         requests.cancel();
         stuck_check.cancel();
+        keep_alive.cancel();
+        if (notifier)
+            notifier->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
+                                                 : fmt::format("draining (up to {} s)", config_.drain_timeout_s));
         if (signal == SIGQUIT) {
             spdlog::info("SIGQUIT: stopping now");
             for (auto& loop : loops) loop->stop();

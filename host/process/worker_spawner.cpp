@@ -1,6 +1,7 @@
 #include "process/worker_spawner.hpp"
 
 #include "process/lifecycle_signals.hpp"
+#include "process/service_notifier.hpp"
 #include "process/worker_role.hpp"
 
 #include <fcntl.h>
@@ -8,8 +9,6 @@
 #include <unistd.h>
 
 #include <system_error>
-
-extern char** environ;
 
 namespace cspd {
 
@@ -52,7 +51,8 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) cons
     posix_spawnattr_setsigmask(&attributes, &blocked);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = 0;
-    error = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
+    std::vector<char*> environment = environment_for_children();
+    error = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environment.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     return error == 0 ? pid : -1;

@@ -38,11 +38,12 @@ TestServer::~TestServer() {
 }
 
 void TestServer::start() {
-    std::vector<std::string> args{CSPD_BINARY,        "--port", "0",           "--bind",      "127.0.0.1", "--handlers",
-                                  handlers_.string(), "--www",  www_.string(), "--log-level", "debug"};
+    std::vector<std::string> args{CSPD_BINARY, "--bind",      "127.0.0.1", "--handlers", handlers_.string(),
+                                  "--www",     www_.string(), "--log-level", "debug"};
     const auto given = [&](const char* flag) {
         return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
     };
+    if (!given("--port")) args.insert(args.end(), {"--port", "0"});
     if (!given("--workers") && !given("--single-process")) {
         args.insert(args.end(), {"--workers", "1"});  // master + one worker: log lines appear once
         if (!given("--threads")) args.insert(args.end(), {"--threads", "2"});  // cross-loop effects show
@@ -65,6 +66,7 @@ void TestServer::start() {
     posix_spawnattr_init(&attributes);
     posix_spawnattr_setpgroup(&attributes, 0);  // its own group, so that teardown reaches every worker
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    const std::size_t earlier_log = log().size();  // a restart: the port is in what this start writes
     int rc = posix_spawn(&pid_, args[0].c_str(), &actions, &attributes, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
@@ -75,6 +77,7 @@ void TestServer::start() {
         [&] {
             std::smatch m;
             std::string text = log();
+            text.erase(0, std::min(earlier_log, text.size()));
             if (!std::regex_search(text, m, listening)) return false;
             port_ = static_cast<unsigned short>(std::stoi(m[1]));
             return true;
