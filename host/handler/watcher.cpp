@@ -49,6 +49,7 @@ struct HandlerWatcher::Impl {
     FolderEvents events;
     std::unique_ptr<CompileJobs> jobs;  // with --compile
     std::map<std::string, std::unique_ptr<asio::steady_timer>> pending;
+    std::unique_ptr<asio::steady_timer> rescan_timer;
     // The file each live or refused name was last looked at in, so repeated events for an unchanged file do nothing.
     std::map<std::string, HandlerFileIdentity> seen;
     std::map<std::string, int> incomplete_retries;
@@ -63,6 +64,7 @@ struct HandlerWatcher::Impl {
         stopped = true;
         events.stop();
         pending.clear();
+        rescan_timer.reset();
         if (jobs) jobs->stop();
     }
 
@@ -81,6 +83,12 @@ struct HandlerWatcher::Impl {
     void on_event(const std::string& file, std::uint32_t mask) {
         std::string name = handler_name_of_file(file, options.compiler != nullptr);
         if (name.empty()) name = handler_name_of_config(file);  // a new configuration reloads its handler
+        if (name.empty() && file.starts_with("..") && (mask & (IN_MOVED_TO | IN_CREATE))) {
+            // Kubernetes' ConfigMap and Secret volumes: NAME.so is a link through "..data", and an
+            // update renames a new "..data" over the old one, so only that name changes.
+            schedule_rescan();
+            return;
+        }
         if (name.empty()) return;
         // IN_CREATE alone is a file still being written, unless it is a link that arrives whole.
         if ((mask & IN_CREATE) && !(mask & IN_ISDIR)) {
@@ -89,6 +97,14 @@ struct HandlerWatcher::Impl {
             if (!S_ISLNK(st.st_mode) && st.st_nlink < 2) return;  // a hard link also arrives whole
         }
         schedule(name, kSettle);
+    }
+
+    void schedule_rescan() {
+        if (!rescan_timer) rescan_timer = std::make_unique<asio::steady_timer>(io);
+        rescan_timer->expires_after(kSettle);
+        rescan_timer->async_wait([this](boost::system::error_code ec) {
+            if (!ec && !stopped) rescan();
+        });
     }
 
     void schedule(const std::string& name, std::chrono::milliseconds delay) {

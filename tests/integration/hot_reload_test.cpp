@@ -48,6 +48,25 @@ TEST_F(HotReloadTest, OverwritingInPlaceServesTheNewCode) {
     EXPECT_TRUE(serves("version 2"));
 }
 
+// Kubernetes mounts a ConfigMap the way its kubelet's atomic writer lays it out: NAME.so is a link
+// to "..data/NAME.so", "..data" a link to a timestamped folder; an update writes a new folder and
+// renames a new "..data" link over the old one. Nothing named NAME.so changes, yet it must reload.
+TEST_F(HotReloadTest, AConfigMapStyleUpdateThroughDotDotDataServesTheNewCode) {
+    namespace fs = std::filesystem;
+    const auto publish = [&](const std::string& stamp, const fs::path& library) {
+        fs::create_directory(server.handlers() / stamp);
+        fs::copy_file(library, server.handlers() / stamp / "versioned.so");
+        fs::create_directory_symlink(stamp, server.handlers() / "..data_tmp");
+        fs::rename(server.handlers() / "..data_tmp", server.handlers() / "..data");
+    };
+    publish("..2026_12_01_10_00_00.1", test_handler("v1/versioned.so"));
+    fs::create_symlink("..data/versioned.so", versioned());
+    ASSERT_TRUE(serves("version 1"));
+    publish("..2026_12_01_10_05_00.2", test_handler("v2/versioned.so"));
+    fs::remove_all(server.handlers() / "..2026_12_01_10_00_00.1");  // as the kubelet does, after the swap
+    EXPECT_TRUE(serves("version 2"));
+}
+
 TEST_F(HotReloadTest, DeletingTheFileGives404) {
     install_by_rename(test_handler("v1/versioned.so"), versioned());
     ASSERT_TRUE(serves("version 1"));
