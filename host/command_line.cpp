@@ -163,6 +163,9 @@ Invocation parse_command_line(int argc, char** argv) {
     create->add_option("name", skeleton.name, "handler name ([A-Za-z0-9_-]+)")->required();
     create->add_option("--lang", skeleton.lang, "c or cpp")->capture_default_str();
     create->add_option("--dir", skeleton.dir, "folder to write into")->capture_default_str();
+    auto* hash = app.add_subcommand("hash", "print each file's fnv1a64, as /-/status shows a handler version's");
+    std::vector<std::string> hash_files;
+    hash->add_option("files", hash_files, "handler files")->required();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -171,6 +174,10 @@ Invocation parse_command_line(int argc, char** argv) {
     }
     if (*create) {
         invocation.new_handler = skeleton;
+        return invocation;
+    }
+    if (*hash) {
+        invocation.hash_files = hash_files;
         return invocation;
     }
     if (single_process) config.workers = 0;

@@ -1,5 +1,5 @@
 // The command line, read into what to do: serve with a Config (as the master, a worker
-// or a single process), or write a handler skeleton (`cspd new`).
+// or a single process), write a handler skeleton (`cspd new`), or hash files (`cspd hash`).
 #pragma once
 
 #include "process/config.hpp"
@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cspd {
 
@@ -18,6 +19,7 @@ struct NewHandlerRequest {
 struct Invocation {
     Config config;
     std::optional<NewHandlerRequest> new_handler;  ///< `cspd new NAME`
+    std::optional<std::vector<std::string>> hash_files;  ///< `cspd hash FILE...`
     int worker_index = -1;                         ///< >= 0: started by the master as this worker
     pid_t master_pid = 0;
     int worker_slot = -1;  ///< the first of its loops' slots (default: index × threads)

@@ -1,5 +1,6 @@
-// cspd: command line -> Config -> run (the master, a worker, one process), or `cspd new`.
+// cspd: command line -> Config -> run (the master, a worker, one process), or `cspd new`, `cspd hash`.
 #include "command_line.hpp"
+#include "common/fnv1a.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/handler_vetting.hpp"
 #include "process/lifecycle_signals.hpp"
@@ -14,8 +15,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string_view>
 
 namespace {
@@ -29,6 +33,23 @@ int write_skeleton(const cspd::NewHandlerRequest& request) {
         std::fprintf(stderr, "cspd new: %s\n", e.what());
         return 1;
     }
+}
+
+/// Like sha256sum: "HASH  FILE" a line. For a handler that reads NAME.conf or NAME.json,
+/// /-/status's hash also covers that file, so it differs from this one.
+int print_hashes(const std::vector<std::string>& files) {
+    int code = 0;
+    for (const auto& file : files) {
+        std::ifstream in(file, std::ios::binary);
+        const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        if (!in.good() && !in.eof()) {
+            std::fprintf(stderr, "cspd hash: cannot read %s\n", file.c_str());
+            code = 1;
+            continue;
+        }
+        std::printf("%016" PRIx64 "  %s\n", cspd::fnv1a64(bytes), file.c_str());
+    }
+    return code;
 }
 
 int serve(cspd::Invocation invocation, int argc, char** argv) {
@@ -77,5 +98,6 @@ int main(int argc, char** argv) {
     cspd::Invocation invocation = cspd::parse_command_line(argc, argv);
     if (invocation.exit_code) return *invocation.exit_code;
     if (invocation.new_handler) return write_skeleton(*invocation.new_handler);
+    if (invocation.hash_files) return print_hashes(*invocation.hash_files);
     return serve(std::move(invocation), argc, argv);
 }

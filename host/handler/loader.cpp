@@ -3,6 +3,7 @@
 #include "handler/handler_config.hpp"
 #include "handler/init_context.hpp"
 
+#include "common/fnv1a.hpp"
 #include "common/handler_code.hpp"
 #include "common/unique_fd.hpp"
 #include "handler/elf_check.hpp"
@@ -26,14 +27,6 @@ namespace {
 constexpr std::uint64_t kMaxHandlerFile = 512ull << 20;
 
 std::string errno_text(int err) { return std::system_category().message(err); }
-
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
-    for (unsigned char c : bytes) {
-        h ^= c;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 HandlerFileIdentity identity_of(const struct stat& st) {
     HandlerFileIdentity id;
@@ -233,7 +226,7 @@ std::uint64_t HandlerLoader::config_stamp(const std::filesystem::path& folder, c
         const int n = std::snprintf(text, sizeof text, "%s %llu %llu %llu %lld %lld", extension,
                                     (unsigned long long)id.device, (unsigned long long)id.inode,
                                     (unsigned long long)id.size, (long long)id.mtime_ns, (long long)id.ctime_ns);
-        stamp = fnv1a64({text, static_cast<std::size_t>(n)}, stamp ? stamp : 0xcbf29ce484222325ull) | 1;  // never 0
+        stamp = fnv1a64({text, static_cast<std::size_t>(n)}, stamp ? stamp : kFnv1a64Start) | 1;  // never 0
     }
     return stamp;
 }

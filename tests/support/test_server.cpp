@@ -38,12 +38,13 @@ TestServer::~TestServer() {
 }
 
 void TestServer::start() {
-    std::vector<std::string> args{CSPD_BINARY, "--bind",      "127.0.0.1", "--handlers", handlers_.string(),
-                                  "--www",     www_.string(), "--log-level", "debug"};
+    std::vector<std::string> args{CSPD_BINARY, "--bind", "127.0.0.1", "--handlers", handlers_.string(),
+                                  "--www",     www_.string()};
     const auto given = [&](const char* flag) {
         return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
     };
     if (!given("--port")) args.insert(args.end(), {"--port", "0"});
+    if (!given("--log-level")) args.insert(args.end(), {"--log-level", "debug"});
     if (!given("--workers") && !given("--single-process")) {
         args.insert(args.end(), {"--workers", "1"});  // master + one worker: log lines appear once
         if (!given("--threads")) args.insert(args.end(), {"--threads", "2"});  // cross-loop effects show

@@ -16,8 +16,8 @@ namespace cspd::test {
 class TestServer {
 public:
     /// Starts cspd on 127.0.0.1 with an empty handlers folder and www folder
-    /// (fill them before or after start), plus any `extra_args` (with `--port`, on that port;
-    /// else on one the kernel picks). Throws if it does not come up. start() after stop()
+    /// (fill them before or after start), plus any `extra_args` (with `--port`, on that port, else on one the
+    /// kernel picks; --log-level debug unless given). Throws if it does not come up. start() after stop()
     /// starts it again with the same folders and log.
     explicit TestServer(std::vector<std::string> extra_args = {}, bool start_now = true);
     ~TestServer();

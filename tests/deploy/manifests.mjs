@@ -1,0 +1,157 @@
+// deploy/kubernetes checked offline, with no cluster:
+//  1. each object against Kubernetes' OpenAPI schema (npm's kubernetes-models: types, required
+//     fields, formats, enums);
+//  2. no field that the API does not have (that schema lets unknown fields through, where the
+//     API server's strict validation refuses them): each object is walked along the type map of
+//     the official client, @kubernetes/client-node;
+//  3. what ties the manifests to cspd: every flag is one `cspd --help` lists, probe paths and
+//     ports, the drain fits in the grace period, selectors, mounts and the kustomization.
+// Usage: node manifests.mjs CSPD_BINARY MANIFEST_DIR
+import * as client from "@kubernetes/client-node";
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
+
+const [cspd, dir] = process.argv.slice(2);
+const problems = [];
+const problem = (text) => problems.push(text);
+
+const models = {
+  "apps/v1 Deployment": ["kubernetes-models/apps/v1/Deployment", "Deployment", "V1Deployment"],
+  "v1 Service": ["kubernetes-models/v1/Service", "Service", "V1Service"],
+  "policy/v1 PodDisruptionBudget": ["kubernetes-models/policy/v1/PodDisruptionBudget", "PodDisruptionBudget",
+                                    "V1PodDisruptionBudget"],
+};
+
+// --- 2. unknown fields, along the client's type map ------------------------------------------
+function clientType(name) {
+  return client[name] && typeof client[name].getAttributeTypeMap === "function" ? client[name] : null;
+}
+
+function walk(value, type, path) {
+  if (value === null || value === undefined) return;
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array) {
+    if (!Array.isArray(value)) return problem(`${path}: expected a list`);
+    value.forEach((item, i) => walk(item, array[1], `${path}[${i}]`));
+    return;
+  }
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) {
+    for (const [key, item] of Object.entries(value)) walk(item, map[1], `${path}.${key}`);
+    return;
+  }
+  const model = clientType(type);
+  if (!model) return;  // a scalar, IntOrString, a quantity: the schema's business (check 1)
+  if (typeof value !== "object" || Array.isArray(value)) return problem(`${path}: expected an object (${type})`);
+  const fields = new Map(model.getAttributeTypeMap().map((a) => [a.baseName, a.type]));
+  for (const [key, item] of Object.entries(value)) {
+    if (!fields.has(key)) problem(`${path}.${key}: no such field in ${type}`);
+    else walk(item, fields.get(key), `${path}.${key}`);
+  }
+}
+
+// --- 1 and 2 for each object ---------------------------------------------------------------------
+const objects = [];
+const files = readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort();
+for (const file of files) {
+  for (const doc of parseAllDocuments(readFileSync(join(dir, file), "utf8"))) {
+    if (doc.errors.length) {
+      problem(`${file}: YAML: ${doc.errors.map((e) => e.message).join("; ")}`);
+      continue;
+    }
+    const object = doc.toJS();
+    if (!object) continue;
+    objects.push({ file, object });
+    if (object.kind === "Kustomization") continue;
+    const key = `${object.apiVersion} ${object.kind}`;
+    if (!models[key]) {
+      problem(`${file}: no schema here for ${key}`);
+      continue;
+    }
+    const [module, className, clientName] = models[key];
+    const Model = (await import(module))[className];
+    try {
+      new Model(object).validate();
+    } catch (e) {
+      problem(`${file}: ${key} does not match Kubernetes' schema: ${e.message}`);
+    }
+    walk(object, clientName, `${file}:${object.kind}`);
+  }
+}
+
+// --- 3. what ties them to cspd -------------------------------------------------------------------
+const find = (kind) => objects.filter((o) => o.object.kind === kind).map((o) => o.object);
+const [deployment] = find("Deployment");
+const [service] = find("Service");
+const [budget] = find("PodDisruptionBudget");
+const [kustomization] = find("Kustomization");
+if (!deployment || !service || !budget || !kustomization)
+  problem("expected a Deployment, a Service, a PodDisruptionBudget and a Kustomization");
+
+const help = execFileSync(cspd, ["--help"], { encoding: "utf8" });
+const equal = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+if (deployment) {
+  const pod = deployment.spec.template.spec;
+  const labels = deployment.spec.template.metadata.labels;
+  if (!equal(deployment.spec.selector.matchLabels, labels)) problem("the Deployment's selector is not its pods' labels");
+  const container = pod.containers.find((c) => c.name === "cspd");
+  const args = container.args || [];
+  const flags = new Map();
+  for (const arg of args) {
+    const m = /^(--[a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) {
+      problem(`argument ${arg}: write flags as --name=value`);
+      continue;
+    }
+    if (!new RegExp(`(^|[ ,])${m[1]}[ =]`, "m").test(help)) problem(`flag ${m[1]} is not in cspd --help`);
+    flags.set(m[1], m[2]);
+  }
+  const port = (name) => (container.ports || []).find((p) => p.name === name);
+  if (!port("http") || String(port("http").containerPort) !== flags.get("--port"))
+    problem(`container port "http" is not --port (${flags.get("--port")})`);
+  const statusListen = flags.get("--status-listen") || "";
+  if (!port("metrics") || !statusListen.endsWith(`:${port("metrics").containerPort}`))
+    problem(`container port "metrics" is not --status-listen's (${statusListen})`);
+  const probe = (name, path) => {
+    const p = container[name];
+    if (!p || !p.httpGet) return problem(`no ${name}`);
+    if (p.httpGet.path !== path) problem(`${name} asks ${p.httpGet.path}, not ${path}`);
+    if (p.httpGet.port !== "http") problem(`${name} is not on the http port`);
+  };
+  probe("readinessProbe", "/-/ready");
+  probe("livenessProbe", "/-/healthy");
+  probe("startupProbe", "/-/healthy");
+  const sleep = Number((container.lifecycle?.preStop?.exec?.command || [])[1] || 0);
+  const drain = Number(flags.get("--drain-timeout") || 10);
+  if (!(pod.terminationGracePeriodSeconds > sleep + drain + 2))
+    problem(`terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} does not cover preStop ${sleep} s` +
+            ` + --drain-timeout ${drain} s + the master's 2 s`);
+  const mount = (path) => (container.volumeMounts || []).find((m) => m.mountPath === path);
+  const handlers = mount(flags.get("--handlers"));
+  if (!handlers) problem(`nothing is mounted at --handlers ${flags.get("--handlers")}`);
+  else if (!pod.volumes.some((v) => v.name === handlers.name)) problem(`no volume ${handlers.name}`);
+  if (container.securityContext?.readOnlyRootFilesystem && !mount("/tmp"))
+    problem("a read-only root needs /tmp mounted (handler copies, spilled uploads)");
+  const cpu = container.resources?.limits?.cpu;
+  if (String(cpu) !== flags.get("--workers")) problem(`--workers ${flags.get("--workers")} is not the CPU limit ${cpu}`);
+
+  if (service) {
+    if (!equal(service.spec.selector, labels)) problem("the Service's selector is not the pods' labels");
+    for (const p of service.spec.ports)
+      if (!port(p.targetPort)) problem(`Service port ${p.name} targets ${p.targetPort}, which the pod does not name`);
+  }
+  if (budget && !equal(budget.spec.selector.matchLabels, labels))
+    problem("the PodDisruptionBudget's selector is not the pods' labels");
+}
+if (kustomization) {
+  const listed = [...kustomization.resources].sort();
+  const others = files.filter((f) => f !== "kustomization.yaml");
+  if (!equal(listed, others)) problem(`kustomization lists ${listed}, the folder has ${others}`);
+}
+
+for (const p of problems) console.log(`FAILED: ${p}`);
+console.log(problems.length ? `${problems.length} problem(s)` : `${objects.length} manifests pass`);
+process.exit(problems.length ? 1 : 0);
