@@ -140,6 +140,25 @@ class Cspd(Server):
                 "--keepalive-timeout", "120"]
 
 
+class Ceiling(Server):
+    """bench/ceiling: canned responses straight from the kernel path, the floor of CPU per request."""
+
+    def __init__(self, name, port, work, binary, description):
+        super().__init__(name, port, work, description)
+        self.binary, self.www = binary, static_tree(self.work)
+
+    def command(self):
+        return [str(self.binary), str(self.port), str(self.www / "csp" / "hello.html"), str(self.www / "csp" / "xpng.png")]
+
+
+CEILINGS = {"epoll ceiling": ("epoll_ceiling", "bench/ceiling/epoll_ceiling.cpp: one thread, level-triggered epoll, "
+                              "one recv and one send per ready connection, canned responses (no HTTP parsing)"),
+            "io_uring ceiling": ("uring_ceiling", "bench/ceiling/uring_ceiling.cpp: one thread, SINGLE_ISSUER | "
+                                 "DEFER_TASKRUN, multishot accept into direct descriptors, multishot recv into a "
+                                 "provided-buffer ring, send (linked shutdown and close in close mode), one "
+                                 "io_uring_enter per pass, canned responses")}
+
+
 class Nginx(Server):
     def __init__(self, port, work):
         super().__init__("nginx", port, work, "1 worker process (master_process off), `return 200` for hello, static file with "
@@ -400,7 +419,7 @@ def summarize(raw, servers):
                 row["servers"][name] = {k: median_of(runs, k) for k in
                                         ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")}
                 row["servers"][name]["errors"] = sum(r["errors"] for r in runs)
-            peers = {n: v for n, v in row["servers"].items() if n not in ("cspd", "php -S")}
+            peers = {n: v for n, v in row["servers"].items() if n not in ("cspd", "php -S") and n not in CEILINGS}
             best = max(peers, key=lambda n: peers[n]["rps"] or 0)
             leanest = min(peers, key=lambda n: peers[n]["cpu_us_per_req"] or float("inf"))
             me = row["servers"]["cspd"]
@@ -409,6 +428,13 @@ def summarize(raw, servers):
             row["leanest_peer"] = leanest
             row["cpu_ratio"] = (me["cpu_us_per_req"] / peers[leanest]["cpu_us_per_req"]
                                 if peers[leanest]["cpu_us_per_req"] else None)
+            # Against each ceiling: cspd's CPU per request over the ceiling's, and its req/s over the ceiling's.
+            row["ceilings"] = {}
+            for name in servers:
+                if name in CEILINGS and row["servers"][name]["cpu_us_per_req"] and row["servers"][name]["rps"]:
+                    c = row["servers"][name]
+                    row["ceilings"][name] = {"cpu_ratio": (me["cpu_us_per_req"] or 0) / c["cpu_us_per_req"],
+                                             "rps_ratio": (me["rps"] or 0) / c["rps"]}
             rows.append(row)
     return rows
 
@@ -434,6 +460,24 @@ def markdown(report):
     for row in report["rows"]:
         lines.append(f"| {MODE_TITLES[row['mode']]} | /csp/{row['endpoint']} | {row['best_peer']} | "
                      f"{fmt(row['rps_ratio'], 2)}× | {row['leanest_peer']} | {fmt(row['cpu_ratio'], 2)}× |")
+    ceilings = [n for n in CEILINGS if n in report["descriptions"]]
+    if ceilings:
+        lines += ["", "## cspd against the ceilings (same run)", "",
+                  "CPU per request: cspd's over the ceiling's (1.00× is the floor). req/s: cspd's over the ceiling's.",
+                  "", "| mode | endpoint | " + " | ".join(f"CPU vs {n} | req/s vs {n}" for n in ceilings) + " |",
+                  "|---|---|" + "---:|---:|" * len(ceilings)]
+        for row in report["rows"]:
+            cells = []
+            for n in ceilings:
+                c = row.get("ceilings", {}).get(n)
+                cells += [f"{fmt(c['cpu_ratio'], 2)}×", f"{fmt(c['rps_ratio'], 2)}"] if c else ["—", "—"]
+            lines.append(f"| {MODE_TITLES[row['mode']]} | /csp/{row['endpoint']} | " + " | ".join(cells) + " |")
+        if len(ceilings) == 2:
+            lines += ["", "| mode | endpoint | io_uring ceiling CPU/req over epoll ceiling's |", "|---|---|---:|"]
+            for row in report["rows"]:
+                e, u = row["servers"]["epoll ceiling"], row["servers"]["io_uring ceiling"]
+                ratio = u["cpu_us_per_req"] / e["cpu_us_per_req"] if e["cpu_us_per_req"] and u["cpu_us_per_req"] else None
+                lines.append(f"| {MODE_TITLES[row['mode']]} | /csp/{row['endpoint']} | {fmt(ratio, 3)}× |")
     if report.get("idle"):
         lines += ["", f"## Idle keep-alive connections ({report['idle_connections']:,} open)", "",
                   "| server | answered | RSS growth | per connection |", "|---|---:|---:|---:|"]
@@ -495,6 +539,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--idle-connections", type=int, default=10000)
     parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--ceilings", type=Path, default=None, metavar="DIR",
+                        help="folder with epoll_ceiling and uring_ceiling (bench/ceiling, built with the bench)")
     parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
     parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
                         help="another cspd binary (an earlier build) measured as the peer 'cspd-before', with "
@@ -520,6 +566,10 @@ def main():
         for name in ("hello.so", "xpng.so"):
             shutil.copy(Path(own_handlers or args.handlers) / name, before / name)
         servers.append(Cspd(BASE_PORT + 5, work, Path(binary).resolve(), before, name="cspd-before"))
+    if args.ceilings:
+        for i, (name, (binary, description)) in enumerate(CEILINGS.items()):
+            if (args.ceilings / binary).exists():
+                servers.append(Ceiling(name, BASE_PORT + 6 + i, work, (args.ceilings / binary).resolve(), description))
     if args.only:
         wanted = set(args.only.split(","))
         servers = [s for s in servers if s.name in wanted or s.name == "cspd"]
@@ -549,8 +599,8 @@ def main():
             report["idle_connections"] = args.idle_connections
             report["idle"] = {}
             for s in servers:
-                if s.name == "php -S":
-                    continue  # one request at a time: it cannot hold thousands of connections
+                if s.name == "php -S" or s.name in CEILINGS:
+                    continue  # one request at a time: it cannot hold thousands of connections; a ceiling is no server
                 report["idle"][s.name] = idle_connection_rss(s, args.idle_connections)
                 print(f"idle {s.name}: {report['idle'][s.name]}", flush=True)
         report["reload"] = reload_under_load(servers[0], args.seconds)
