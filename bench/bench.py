@@ -409,9 +409,9 @@ def median_of(runs, key):
     return statistics.median(values) if values else None
 
 
-def summarize(raw, servers):
+def summarize(raw, servers, modes):
     rows = []
-    for mode in MODES:
+    for mode in modes:
         for endpoint in ENDPOINTS:
             row = {"mode": mode, "endpoint": endpoint, "servers": {}}
             for name in servers:
@@ -541,6 +541,8 @@ def main():
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--ceilings", type=Path, default=None, metavar="DIR",
                         help="folder with epoll_ceiling and uring_ceiling (bench/ceiling, built with the bench)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated modes to run (default: all of {','.join(MODES)})")
     parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
     parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
                         help="another cspd binary (an earlier build) measured as the peer 'cspd-before', with "
@@ -573,7 +575,8 @@ def main():
     if args.only:
         wanted = set(args.only.split(","))
         servers = [s for s in servers if s.name in wanted or s.name == "cspd"]
-    raw = {m: {e: {s.name: [] for s in servers} for e in ENDPOINTS} for m in MODES}
+    modes = [m for m in MODES if m in args.modes.split(",")]
+    raw = {m: {e: {s.name: [] for s in servers} for e in ENDPOINTS} for m in modes}
     report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "runs": args.runs, "seconds": args.seconds, "descriptions": {s.name: s.description for s in servers}}
     report["machine"], report["machine_short"] = machine_description()
@@ -582,7 +585,7 @@ def main():
             s.start()
         for run in range(args.runs):
             order = servers[run % len(servers):] + servers[:run % len(servers)]  # rotate who goes first
-            for mode in MODES:
+            for mode in modes:
                 for endpoint in ENDPOINTS:
                     for s in order:
                         if mode == "ab":
@@ -594,7 +597,7 @@ def main():
                         print(f"run {run + 1}/{args.runs} {mode:9} {endpoint:5} {s.name:9} "
                               f"{result['rps']:>12,.0f} req/s  {result['cpu_us_per_req'] or 0:7.2f} µs/req  "
                               f"errors {result['errors']}", flush=True)
-        report["rows"] = summarize(raw, [s.name for s in servers])
+        report["rows"] = summarize(raw, [s.name for s in servers], modes)
         if args.idle_connections:
             report["idle_connections"] = args.idle_connections
             report["idle"] = {}

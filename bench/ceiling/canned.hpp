@@ -71,7 +71,11 @@ inline std::size_t answer_requests(std::string_view in, const CannedResponses& c
         const std::string_view head = rest.substr(0, end);
         const std::size_t path_start = head.find(' ') + 1;
         const std::size_t path_end = head.find(' ', path_start);
-        const bool closes = head.find("onnection: close") != std::string_view::npos;
+        // HTTP/1.0 (ab) closes unless it asks to keep alive; 1.1 closes when it asks to.
+        const bool http10 = head.substr(0, head.find('\r')).ends_with("HTTP/1.0");
+        const bool closes = http10 ? head.find("onnection: keep-alive") == std::string_view::npos &&
+                                         head.find("onnection: Keep-Alive") == std::string_view::npos
+                                   : head.find("onnection: close") != std::string_view::npos;
         out.append(canned.for_path(head.substr(path_start, path_end - path_start), closes));
         used += end + 4;
         if (closes) {  // nothing after it is answered

@@ -27,6 +27,8 @@ int listen_on(int port) {
     const int on = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // accepted sockets inherit it
+    const int wait_s = 1;  // as cspd and nginx: accept once the request is there
+    ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &wait_s, sizeof wait_s);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));
@@ -74,6 +76,25 @@ int main(int argc, char** argv) {
         return true;
     };
 
+    // One recv, and the replies to what it brought in one send.
+    const auto serve = [&](int fd) {
+        Connection& c = connections[fd];
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EAGAIN) return;
+            return finish(fd);
+        }
+        std::string_view in(buffer, static_cast<std::size_t>(n));
+        if (!c.in.empty()) {
+            c.in.append(in);
+            in = c.in;
+        }
+        const std::size_t used = ceiling::answer_requests(in, canned, c.out, c.close);
+        std::string rest(in.substr(used));
+        c.in = std::move(rest);
+        flush(fd, c);
+    };
+
     for (;;) {
         const int count = ::epoll_wait(poller, ready.data(), static_cast<int>(ready.size()), -1);
         canned.refresh();
@@ -87,6 +108,7 @@ int main(int argc, char** argv) {
                     connections[client].open = true;
                     epoll_event want{EPOLLIN, {.fd = client}};
                     ::epoll_ctl(poller, EPOLL_CTL_ADD, client, &want);
+                    serve(client);  // TCP_DEFER_ACCEPT: the request is usually there already
                 }
                 continue;
             }
@@ -99,22 +121,7 @@ int main(int argc, char** argv) {
                     ::epoll_ctl(poller, EPOLL_CTL_MOD, fd, &want);
                 }
             }
-            if (!(ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) continue;
-            const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-            if (n <= 0) {
-                if (n < 0 && errno == EAGAIN) continue;
-                finish(fd);
-                continue;
-            }
-            std::string_view in(buffer, static_cast<std::size_t>(n));
-            if (!c.in.empty()) {
-                c.in.append(in);
-                in = c.in;
-            }
-            const std::size_t used = ceiling::answer_requests(in, canned, c.out, c.close);
-            std::string rest(in.substr(used));
-            c.in = std::move(rest);
-            flush(fd, c);
+            if (ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) serve(fd);
         }
     }
 }

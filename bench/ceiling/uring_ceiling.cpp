@@ -234,6 +234,8 @@ int listen_on(int port) {
     const int on = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // accepted sockets inherit it
+    const int wait_s = 1;  // as cspd and nginx: accept once the request is there
+    ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &wait_s, sizeof wait_s);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));

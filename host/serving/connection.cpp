@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <cerrno>
 
 namespace cspd {
@@ -88,7 +89,7 @@ void Connection::read_now() {
         n = ::recv(fd_, buffer_, BufferPool::kBufferSize, MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        read();
+        wait_readable();
         return;
     }
     if (n <= 0) {
@@ -96,7 +97,33 @@ void Connection::read_now() {
         return;
     }
     last_read_ = loop_.now;
+    drained_ = static_cast<std::size_t>(n) < BufferPool::kBufferSize;
     process({buffer_, static_cast<std::size_t>(n)});
+}
+
+void Connection::wait_readable() {
+    // No read is tried first (it would find nothing) and no buffer is held while waiting: the
+    // recv after the wake takes one from the pool.
+    release_buffer();
+    if (!ensure_registered()) return;
+    state_ = State::reading;
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](const boost::system::error_code& ec) { self->on_readable(ec); });
+}
+
+void Connection::on_readable(const boost::system::error_code& ec) {
+    if (state_ == State::closed) return;
+    if (ec == asio::error::operation_aborted && park_requested_) {
+        park_requested_ = false;
+        park();
+        return;
+    }
+    if (ec) {
+        close();
+        return;
+    }
+    park_requested_ = false;
+    read_now();
 }
 
 void Connection::read() {
@@ -121,6 +148,7 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
     }
     park_requested_ = false;
     last_read_ = loop_.now;
+    drained_ = n < BufferPool::kBufferSize;
     process({buffer_, n});
 }
 
@@ -242,6 +270,7 @@ void Connection::flush() {
 }
 
 void Connection::wait_writable() {
+    drained_ = false;  // the socket is looked at again in a later pass
     if (!ensure_registered()) return;
     state_ = State::writing;
     socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -267,6 +296,13 @@ void Connection::resume() {
         pending_input_.clear();
         state_ = State::reading;
         process(*replay_);  // may pause again, stashing what is left
+        return;
+    }
+    // The socket was emptied by a recv in this same loop pass, so anything that comes later
+    // brings a new readiness event: wait for it rather than try a recv that finds nothing.
+    // Otherwise (a full buffer, or an answer that came later) read at once.
+    if (std::exchange(drained_, false)) {
+        wait_readable();
         return;
     }
     read();

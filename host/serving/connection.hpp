@@ -62,7 +62,7 @@ public:
 
 private:
     enum class State : std::uint8_t {
-        reading,    ///< async read pending into buffer_
+        reading,    ///< async read pending into buffer_, or waiting for readability without a buffer
         parked,     ///< idle: waiting for readability, no buffer
         writing,    ///< output waits for the socket to drain
         lingering,  ///< final response sent, reading and discarding until EOF
@@ -97,6 +97,9 @@ private:
 
     void read();
     void read_now();
+    /// Waits for readability without a read first, then read_now().
+    void wait_readable();
+    void on_readable(const boost::system::error_code& ec);
     bool ensure_registered();
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void park();
@@ -138,6 +141,9 @@ private:
     bool linger_on_close_ = false;  // unread input may follow: drain before closing
     bool close_after_answer_ = false;  // the request waited for asked to close
     bool read_watch_armed_ = false;    // an async_wait for readability serves wait_for_answer
+    // The last recv, in this loop pass, took less than a buffer: the socket had nothing more, so
+    // with edge-triggered epoll any later bytes bring a new event (resume() waits for it).
+    bool drained_ = false;
     // Loop-tick timestamps (seconds) for the timeouts in on_tick.
     std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
     std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)

@@ -103,6 +103,7 @@ void Connection::answered(PendingCall& pending, std::optional<int> returned) {
 void Connection::wait_for_answer() {
     if (state_ == State::waiting || !ensure_registered()) return;
     state_ = State::waiting;
+    drained_ = false;  // the answer comes in a later pass
     // The request was copied when its answer was deferred: an idle wait holds no read buffer.
     release_buffer();
     parser_.release_memory();
