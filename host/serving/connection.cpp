@@ -5,6 +5,7 @@
 #include "serving/loop_context.hpp"
 #include "serving/pending_call.hpp"
 
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/ioctl.h>
@@ -105,65 +106,27 @@ void Connection::wait_readable() {
     // No read is tried first (it would find nothing) and no buffer is held while waiting: the
     // recv after the wake takes one from the pool.
     release_buffer();
+    state_ = State::reading;
+    // The aliasing constructor: the base is private, the ownership is the connection's.
+    if (loop_.reads.watch(fd_, std::shared_ptr<ReadWatch::Reader>(shared_from_this(), this))) return;
+    // The loop's set refused it: wait through the reactor instead.
     if (!ensure_registered()) return;
-    state_ = State::reading;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this()](const boost::system::error_code& ec) { self->on_readable(ec); });
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->on_readable();
+    });
 }
 
-void Connection::on_readable(const boost::system::error_code& ec) {
-    if (state_ == State::closed) return;
-    if (ec == asio::error::operation_aborted && park_requested_) {
-        park_requested_ = false;
-        park();
-        return;
-    }
-    if (ec) {
-        close();
-        return;
-    }
-    park_requested_ = false;
-    read_now();
-}
-
-void Connection::read() {
-    if (!ensure_registered() || !ensure_buffer()) return;
-    state_ = State::reading;
-    socket_.async_read_some(
-        asio::buffer(buffer_, BufferPool::kBufferSize),
-        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) { self->on_read(ec, n); });
-}
-
-void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
-    if (state_ == State::closed) return;
-    if (ec == asio::error::operation_aborted && park_requested_) {
-        park_requested_ = false;
-        park();
-        return;
-    }
-    if (ec) {
-        // EOF or reset: nothing is owed to a client that has gone (we never read while output is pending).
-        close();
-        return;
-    }
-    park_requested_ = false;
-    last_read_ = loop_.now;
-    drained_ = n < BufferPool::kBufferSize;
-    process({buffer_, n});
+void Connection::on_readable() {
+    if (state_ == State::reading || state_ == State::parked) read_now();
 }
 
 void Connection::park() {
+    // Quiet for a while: what a busy connection keeps for its requests goes back. It still
+    // waits for readability as before.
     release_buffer();
     parser_.release_memory();
     queued_.release_memory();
     state_ = State::parked;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) self->on_wake();
-    });
-}
-
-void Connection::on_wake() {
-    if (state_ == State::parked) read_now();
 }
 
 void Connection::process(std::string_view input) {
@@ -305,7 +268,11 @@ void Connection::resume() {
         wait_readable();
         return;
     }
-    read();
+    // Posted, not called: a client that keeps the buffer full must not deepen the stack.
+    state_ = State::reading;
+    asio::post(loop_.io, [self = shared_from_this()] {
+        if (self->state_ == State::reading || self->state_ == State::parked) self->read_now();
+    });
 }
 
 
@@ -346,7 +313,7 @@ void Connection::on_drain() {
     // A request that has already reached the socket was sent to a server that looked open:
     // answer it (with Connection: close) rather than drop it. Only a truly idle connection closes now.
     int unread = 0;
-    if (idle() && (::ioctl(socket_.native_handle(), FIONREAD, &unread) != 0 || unread == 0)) close();
+    if (idle() && (::ioctl(fd_, FIONREAD, &unread) != 0 || unread == 0)) close();
 }
 
 void Connection::on_tick(std::uint32_t now) {
@@ -361,12 +328,8 @@ void Connection::on_tick(std::uint32_t now) {
         } else if (now - std::max(last_request_, last_write_) >= config.keepalive_timeout_s) {
             // Idle since the last request or the end of its response, whichever came later.
             close();
-        } else if (state_ == State::reading && now - last_read_ >= 2 && !park_requested_) {
-            // Quiet for a whole second: hand the buffer back. The cancelled read completes with
-            // operation_aborted and parks (or brings data that arrived meanwhile).
-            park_requested_ = true;
-            boost::system::error_code ec;
-            socket_.cancel(ec);
+        } else if (state_ == State::reading && now - last_read_ >= 2) {
+            park();  // quiet for a whole second
         }
         break;
     case State::writing:
@@ -400,7 +363,9 @@ void Connection::release_buffer() {
 
 void Connection::close() {
     if (state_ == State::closed) return;
+    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
     state_ = State::closed;
+    loop_.reads.forget(fd_);
     if (waiting_) {
         waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();

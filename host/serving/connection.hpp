@@ -2,9 +2,9 @@
 // pipelining (responses leave in request order, a whole read's worth in one
 // write), timeouts via the loop's tick.
 //
-// Reads: a busy connection keeps an async read pending into a buffer lent by
-// its loop; one idle for a tick gives the buffer back and waits for readability
-// alone, so idle connections hold no buffer.
+// Reads: a recv into a buffer lent by the loop, only once the socket is readable;
+// between requests a connection waits in the loop's level-triggered set (ReadWatch)
+// and holds no buffer. One quiet for a tick also gives back its parser's memory.
 //
 // Answers that come later (a deferred reply, a blocking handler's call): the connection
 // waits for them in request order. Parsing stops after such a request; what follows it is
@@ -12,8 +12,9 @@
 // for the client going away (connection_later.cpp). A streamed reply is such an answer
 // whose bytes are sent as they come, until it ends (connection_stream.cpp).
 //
-// Lifetime: shared_ptr. Every pending async operation holds `self`; the object
-// dies when none does. The loop's ConnectionList only points at it.
+// Lifetime: shared_ptr. Every pending async operation holds `self`, and so does the
+// loop's ReadWatch from the first wait until close(); the object dies when none does.
+// The loop's ConnectionList only points at it.
 #pragma once
 
 #include "http/parser.hpp"
@@ -22,6 +23,7 @@
 #include "serving/connection_list.hpp"
 #include "serving/output_queue.hpp"
 #include "serving/pending_call.hpp"
+#include "serving/read_watch.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -37,7 +39,8 @@ struct LoopContext;
 class Connection final : public std::enable_shared_from_this<Connection>,
                          private RequestSink,
                          private LaterAnswers,
-                         private PendingWaiter {
+                         private PendingWaiter,
+                         private ReadWatch::Reader {
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
     /// when it first has to wait: a request that is already there is answered without that.
@@ -62,8 +65,8 @@ public:
 
 private:
     enum class State : std::uint8_t {
-        reading,    ///< async read pending into buffer_, or waiting for readability without a buffer
-        parked,     ///< idle: waiting for readability, no buffer
+        reading,    ///< waiting for readability (in the loop's ReadWatch), or reading now
+        parked,     ///< the same, quiet for a while: parser memory given back too
         writing,    ///< output waits for the socket to drain
         lingering,  ///< final response sent, reading and discarding until EOF
         waiting,    ///< for an answer that comes later; the socket is watched for the client leaving
@@ -95,15 +98,12 @@ private:
     void owe(std::shared_ptr<PendingCall> pending);
     void owe_nothing();
 
-    void read();
     void read_now();
     /// Waits for readability without a read first, then read_now().
     void wait_readable();
-    void on_readable(const boost::system::error_code& ec);
+    void on_readable() override;
     bool ensure_registered();
-    void on_read(const boost::system::error_code& ec, std::size_t n);
     void park();
-    void on_wake();
     void process(std::string_view input);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
@@ -137,7 +137,6 @@ private:
     OutputQueue queued_;         // what the socket has not taken yet (usually nothing)
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written
-    bool park_requested_ = false;   // the pending read was cancelled to park
     bool linger_on_close_ = false;  // unread input may follow: drain before closing
     bool close_after_answer_ = false;  // the request waited for asked to close
     bool read_watch_armed_ = false;    // an async_wait for readability serves wait_for_answer

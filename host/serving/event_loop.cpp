@@ -28,6 +28,7 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
                .date = date_,
                .buffers = buffers_,
                .connections = connections_,
+               .reads = read_watch_,
                .inbox = std::make_shared<LoopInbox>(io_)},
       acceptor_(io_, "loop " + std::to_string(index),
                 [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, false); }),

@@ -80,6 +80,7 @@ private:
     DateCache date_;
     BufferPool buffers_;
     ConnectionList connections_;
+    ReadWatch read_watch_{io_};
     Router router_;  // reads context_.draining for /-/ready
     LoopContext context_;
     Acceptor acceptor_;

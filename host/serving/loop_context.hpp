@@ -7,6 +7,7 @@
 #include "routing/router.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/connection_list.hpp"
+#include "serving/read_watch.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -41,6 +42,7 @@ struct LoopContext {
     DateCache& date;
     BufferPool& buffers;
     ConnectionList& connections;
+    ReadWatch& reads;  ///< connections waiting for their next request
     std::shared_ptr<LoopInbox> inbox{};  ///< onto this loop's thread, from any thread
     BlockingPool* blocking = nullptr;  ///< the worker's pool for blocking handlers
     LoopSlot* slot = nullptr;          ///< this loop's shared counters, if any

@@ -1,0 +1,106 @@
+#include "serving/read_watch.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace cspd {
+
+namespace {
+int make_set() {
+    const int fd = ::epoll_create1(EPOLL_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::system_category(), "epoll_create1");
+    return fd;
+}
+}  // namespace
+
+ReadWatch::ReadWatch(boost::asio::io_context& io) : set_(io, make_set()) {}
+
+ReadWatch::~ReadWatch() { clear(); }
+
+bool ReadWatch::watch(int fd, std::shared_ptr<Reader> reader) {
+    if (fd < 0) return false;
+    if (static_cast<std::size_t>(fd) >= entries_.size()) entries_.resize(static_cast<std::size_t>(fd) * 2 + 64);
+    Entry& entry = entries_[static_cast<std::size_t>(fd)];
+    if (!entry.reader) entry.reader = std::move(reader);
+    entry.wanted = true;
+    if (!entry.in_set) {
+        epoll_event event{};
+        event.events = EPOLLIN | EPOLLRDHUP;  // level-triggered
+        event.data.fd = fd;
+        if (::epoll_ctl(set_.native_handle(), EPOLL_CTL_ADD, fd, &event) != 0) {
+            spdlog::warn("cannot watch descriptor {}: {}", fd, std::strerror(errno));
+            entry = Entry{};
+            return false;
+        }
+        entry.in_set = true;
+        ++in_set_;
+    }
+    arm();
+    return true;
+}
+
+void ReadWatch::forget(int fd) {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return;
+    Entry& entry = entries_[static_cast<std::size_t>(fd)];
+    if (entry.in_set) --in_set_;
+    std::shared_ptr<Reader> reader = std::move(entry.reader);
+    entry = Entry{};
+    stop_waiting_if_empty();
+}
+
+void ReadWatch::stop_waiting_if_empty() {
+    // A pending wait is work: it would keep a draining loop's run() from returning.
+    if (in_set_ != 0 || !armed_) return;
+    boost::system::error_code ec;
+    set_.cancel(ec);
+}
+
+void ReadWatch::clear() {
+    for (std::size_t fd = 0; fd < entries_.size(); ++fd)
+        if (entries_[fd].in_set) ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, static_cast<int>(fd), nullptr);
+    std::vector<Entry> gone;
+    gone.swap(entries_);
+    in_set_ = 0;
+    boost::system::error_code ec;
+    set_.cancel(ec);
+}
+
+void ReadWatch::arm() {
+    if (armed_ || in_set_ == 0) return;
+    armed_ = true;
+    set_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+        armed_ = false;
+        if (!ec) dispatch();
+    });
+}
+
+void ReadWatch::dispatch() {
+    epoll_event ready[256];
+    const int count = ::epoll_wait(set_.native_handle(), ready, 256, 0);
+    for (int i = 0; i < count; ++i) {
+        const int fd = ready[i].data.fd;
+        if (static_cast<std::size_t>(fd) >= entries_.size()) continue;
+        Entry& entry = entries_[static_cast<std::size_t>(fd)];
+        if (!entry.reader || !entry.in_set) continue;  // forgotten earlier in this batch
+        if (!entry.wanted) {
+            // Readable while its connection does something else (writes, waits for an answer):
+            // out of the set until it watches again, or level-triggering would repeat this.
+            ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+            entry.in_set = false;
+            --in_set_;
+            continue;  // (the wait is re-armed below only while something is in the set)
+        }
+        entry.wanted = false;
+        const std::shared_ptr<Reader> reader = entry.reader;  // alive through the call, forgotten or not
+        reader->on_readable();
+    }
+    arm();  // a full batch leaves the set readable: the next pass takes the rest
+}
+
+}  // namespace cspd

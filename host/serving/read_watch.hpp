@@ -1,0 +1,60 @@
+// Connections waiting for their next request, watched by an epoll set of the loop's own.
+// Why not Asio's waits: Asio's reactor is edge-triggered and re-arms a descriptor with an
+// epoll_ctl for every wait, one syscall per keep-alive request. This set is level-triggered: a
+// connection goes in once and stays while it keeps reading, so nothing is lost between passes
+// and the steady keep-alive path makes no epoll_ctl at all. The loop's io_context watches the
+// set's one descriptor. Loop thread only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace cspd {
+
+class ReadWatch {
+public:
+    class Reader {
+    public:
+        /// The descriptor has bytes, EOF or an error. The wish to hear of it was used up:
+        /// watch() again to hear of the next.
+        virtual void on_readable() = 0;
+
+    protected:
+        ~Reader() = default;
+    };
+
+    explicit ReadWatch(boost::asio::io_context& io);
+    ~ReadWatch();
+    ReadWatch(const ReadWatch&) = delete;
+    ReadWatch& operator=(const ReadWatch&) = delete;
+
+    /// `reader` hears once when `fd` is readable (at once if it already is). It is held alive
+    /// until forget(fd). False if the kernel refuses the descriptor.
+    bool watch(int fd, std::shared_ptr<Reader> reader);
+    /// Call before closing `fd`: nothing more is heard of it, and `reader` is let go (the
+    /// caller must hold its own reference through this call). The close takes it out of the set.
+    void forget(int fd);
+    /// No more calls: what is still held is let go (the loop is ending).
+    void clear();
+
+private:
+    struct Entry {
+        std::shared_ptr<Reader> reader;  // set from the first watch() until forget()
+        bool in_set = false;             // in the epoll set (taken out when it fires unwanted)
+        bool wanted = false;             // a watch() not yet answered
+    };
+    void arm();
+    void dispatch();
+    void stop_waiting_if_empty();
+
+    boost::asio::posix::stream_descriptor set_;
+    std::vector<Entry> entries_;  // by descriptor
+    std::size_t in_set_ = 0;      // while zero the set is not waited on: a drained loop can end
+    bool armed_ = false;
+};
+
+}  // namespace cspd

@@ -1,0 +1,97 @@
+// ReadWatch: level-triggered, one call per watch(), silent (and out of the set) when readable
+// unwanted, holds its readers until forget(), and lets the io_context's run() end when empty.
+#include "serving/read_watch.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+
+namespace cspd {
+namespace {
+
+struct CountingReader final : ReadWatch::Reader {
+    int calls = 0;
+    void on_readable() override { ++calls; }
+};
+
+struct SocketPair {
+    int ends[2] = {-1, -1};
+    SocketPair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ends), 0); }
+    ~SocketPair() {
+        for (int fd : ends)
+            if (fd >= 0) ::close(fd);
+    }
+    void send_byte() const { ASSERT_EQ(::write(ends[1], "x", 1), 1); }
+};
+
+TEST(ReadWatch, CallsOncePerWatchAndAgainWhileBytesRemainUnread) {
+    boost::asio::io_context io;
+    auto busy = boost::asio::make_work_guard(io);  // as a loop's acceptor and tick keep it
+    ReadWatch watch(io);
+    SocketPair pair;
+    auto reader = std::make_shared<CountingReader>();
+    ASSERT_TRUE(watch.watch(pair.ends[0], reader));
+    io.poll();
+    EXPECT_EQ(reader->calls, 0);  // nothing to read yet
+
+    pair.send_byte();
+    io.run_one();
+    EXPECT_EQ(reader->calls, 1);
+    // The byte is still unread, but the wish was used up: no second call...
+    io.poll();
+    io.poll();
+    EXPECT_EQ(reader->calls, 1);
+    // ...until it watches again: level-triggered, the unread byte is heard of at once.
+    ASSERT_TRUE(watch.watch(pair.ends[0], reader));
+    io.run_one();
+    EXPECT_EQ(reader->calls, 2);
+    watch.forget(pair.ends[0]);
+}
+
+TEST(ReadWatch, HoldsItsReaderUntilForgetAndThenLetsRunEnd) {
+    boost::asio::io_context io;
+    ReadWatch watch(io);
+    SocketPair pair;
+    std::weak_ptr<CountingReader> gone;
+    {
+        auto reader = std::make_shared<CountingReader>();
+        gone = reader;
+        ASSERT_TRUE(watch.watch(pair.ends[0], reader));
+    }
+    EXPECT_FALSE(gone.expired()) << "the watch keeps its reader alive";
+    watch.forget(pair.ends[0]);
+    EXPECT_TRUE(gone.expired());
+    pair.send_byte();
+    io.run();  // returns: nothing is watched, so nothing is waited for
+    SUCCEED();
+}
+
+TEST(ReadWatch, ReportsTheClientClosing) {
+    boost::asio::io_context io;
+    ReadWatch watch(io);
+    SocketPair pair;
+    auto reader = std::make_shared<CountingReader>();
+    ASSERT_TRUE(watch.watch(pair.ends[0], reader));
+    ::close(pair.ends[1]);
+    pair.ends[1] = -1;
+    io.run_one();
+    EXPECT_EQ(reader->calls, 1);  // EOF is readable: the reader's recv sees it
+    watch.forget(pair.ends[0]);
+}
+
+TEST(ReadWatch, RefusesADescriptorTheKernelCannotWatch) {
+    boost::asio::io_context io;
+    ReadWatch watch(io);
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    EXPECT_FALSE(watch.watch(pipe_fds[0], std::make_shared<CountingReader>()));  // closed: EBADF
+}
+
+}  // namespace
+}  // namespace cspd
