@@ -420,14 +420,16 @@ def summarize(raw, servers, modes):
                                         ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")}
                 row["servers"][name]["errors"] = sum(r["errors"] for r in runs)
             peers = {n: v for n, v in row["servers"].items() if n not in ("cspd", "php -S") and n not in CEILINGS}
-            best = max(peers, key=lambda n: peers[n]["rps"] or 0)
-            leanest = min(peers, key=lambda n: peers[n]["cpu_us_per_req"] or float("inf"))
             me = row["servers"]["cspd"]
-            row["best_peer"] = best
-            row["rps_ratio"] = me["rps"] / peers[best]["rps"] if peers[best]["rps"] else None
-            row["leanest_peer"] = leanest
-            row["cpu_ratio"] = (me["cpu_us_per_req"] / peers[leanest]["cpu_us_per_req"]
-                                if peers[leanest]["cpu_us_per_req"] else None)
+            row["best_peer"] = row["rps_ratio"] = row["leanest_peer"] = row["cpu_ratio"] = None
+            if peers:  # --only may leave none (the ceilings alone)
+                best = max(peers, key=lambda n: peers[n]["rps"] or 0)
+                leanest = min(peers, key=lambda n: peers[n]["cpu_us_per_req"] or float("inf"))
+                row["best_peer"] = best
+                row["rps_ratio"] = me["rps"] / peers[best]["rps"] if peers[best]["rps"] else None
+                row["leanest_peer"] = leanest
+                row["cpu_ratio"] = (me["cpu_us_per_req"] / peers[leanest]["cpu_us_per_req"]
+                                    if peers[leanest]["cpu_us_per_req"] else None)
             # Against each ceiling: cspd's CPU per request over the ceiling's, and its req/s over the ceiling's.
             row["ceilings"] = {}
             for name in servers:
