@@ -1,10 +1,17 @@
-// What both ceiling servers share: the two canned responses (hello and xpng, with a Date that
+// What both ceiling servers share: the listening socket, the two canned responses (hello and xpng, with a Date that
 // changes once a second) and the least request scanning that still answers each request of a
 // pipelined batch with the right bytes. No HTTP parsing beyond that: the ceilings are the cost
 // of the kernel path alone, the floor no real server can go under.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -14,6 +21,25 @@
 #include <string_view>
 
 namespace ceiling {
+
+/// 127.0.0.1:port, set up as cspd and nginx set theirs: TCP_NODELAY (accepted sockets inherit
+/// it) and TCP_DEFER_ACCEPT (accept once the request is there). Exits on failure.
+inline int listen_on(int port, int type_flags = 0) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | type_flags, 0);
+    const int on = 1, wait_s = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &wait_s, sizeof wait_s);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 4096) != 0) {
+        std::perror("bind/listen");
+        std::exit(1);
+    }
+    return fd;
+}
 
 class CannedResponses {
 public:

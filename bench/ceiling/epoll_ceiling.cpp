@@ -22,23 +22,6 @@ struct Connection {
     bool open = false;
 };
 
-int listen_on(int port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    const int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // accepted sockets inherit it
-    const int wait_s = 1;  // as cspd and nginx: accept once the request is there
-    ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &wait_s, sizeof wait_s);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 4096) != 0) {
-        std::perror("bind/listen");
-        std::exit(1);
-    }
-    return fd;
-}
 
 }  // namespace
 
@@ -48,7 +31,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     ceiling::CannedResponses canned(argv[2], argv[3]);
-    const int listener = listen_on(std::atoi(argv[1]));
+    const int listener = ceiling::listen_on(std::atoi(argv[1]), SOCK_NONBLOCK);
     const int poller = ::epoll_create1(EPOLL_CLOEXEC);
     epoll_event event{EPOLLIN, {.fd = listener}};
     ::epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
