@@ -22,6 +22,13 @@
 
 namespace ceiling {
 
+/// Both take PORT HELLO_FILE XPNG_FILE; false (and a usage line) otherwise.
+inline bool usage_ok(int argc, char** argv) {
+    if (argc == 4) return true;
+    std::fprintf(stderr, "usage: %s PORT HELLO_FILE XPNG_FILE\n", argv[0]);
+    return false;
+}
+
 /// 127.0.0.1:port, set up as cspd and nginx set theirs: TCP_NODELAY (accepted sockets inherit
 /// it) and TCP_DEFER_ACCEPT (accept once the request is there). Exits on failure.
 inline int listen_on(int port, int type_flags = 0) {

@@ -22,14 +22,10 @@ struct Connection {
     bool open = false;
 };
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: %s PORT HELLO_FILE XPNG_FILE\n", argv[0]);
-        return 2;
-    }
+    if (!ceiling::usage_ok(argc, argv)) return 2;
     ceiling::CannedResponses canned(argv[2], argv[3]);
     const int listener = ceiling::listen_on(std::atoi(argv[1]), SOCK_NONBLOCK);
     const int poller = ::epoll_create1(EPOLL_CLOEXEC);

@@ -229,14 +229,10 @@ private:
     ceiling::CannedResponses* canned_ = nullptr;
 };
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: %s PORT HELLO_FILE XPNG_FILE\n", argv[0]);
-        return 2;
-    }
+    if (!ceiling::usage_ok(argc, argv)) return 2;
     ceiling::CannedResponses canned(argv[2], argv[3]);
     Ring ring(ceiling::listen_on(std::atoi(argv[1])));
     ring.run(canned);
