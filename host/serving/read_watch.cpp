@@ -48,7 +48,12 @@ bool ReadWatch::watch(int fd, std::shared_ptr<Reader> reader) {
 void ReadWatch::forget(int fd) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return;
     Entry& entry = entries_[static_cast<std::size_t>(fd)];
-    if (entry.in_set) --in_set_;
+    if (entry.in_set) {
+        // Taken out now rather than by the close: a descriptor a child process still shares
+        // would stay in the set, readable, after its number went to a new connection.
+        ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+        --in_set_;
+    }
     std::shared_ptr<Reader> reader = std::move(entry.reader);
     entry = Entry{};
     stop_waiting_if_empty();
@@ -76,7 +81,10 @@ void ReadWatch::arm() {
     armed_ = true;
     set_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
         armed_ = false;
-        if (!ec) dispatch();
+        if (!ec) return dispatch();
+        // Cancelled because the set emptied; a watch() made before this ran found armed_ still
+        // set and did not arm: arm now if anything is in the set again.
+        arm();
     });
 }
 

@@ -35,8 +35,8 @@ public:
     /// `reader` hears once when `fd` is readable (at once if it already is). It is held alive
     /// until forget(fd). False if the kernel refuses the descriptor.
     bool watch(int fd, std::shared_ptr<Reader> reader);
-    /// Call before closing `fd`: nothing more is heard of it, and `reader` is let go (the
-    /// caller must hold its own reference through this call). The close takes it out of the set.
+    /// Call before closing `fd`: it leaves the set, nothing more is heard of it, and `reader` is
+    /// let go (the caller must hold its own reference through this call).
     void forget(int fd);
     /// No more calls: what is still held is let go (the loop is ending).
     void clear();

@@ -70,6 +70,24 @@ TEST(ReadWatch, HoldsItsReaderUntilForgetAndThenLetsRunEnd) {
     SUCCEED();
 }
 
+// The last watched descriptor is forgotten (its wait is cancelled, the abort not yet run) and
+// another is watched before the abort runs: that one must still be heard of.
+TEST(ReadWatch, AWatchBetweenTheLastForgetAndItsCancelledWaitIsHeard) {
+    boost::asio::io_context io;
+    auto busy = boost::asio::make_work_guard(io);
+    ReadWatch watch(io);
+    SocketPair first, second;
+    auto a = std::make_shared<CountingReader>(), b = std::make_shared<CountingReader>();
+    ASSERT_TRUE(watch.watch(first.ends[0], a));
+    watch.forget(first.ends[0]);
+    ASSERT_TRUE(watch.watch(second.ends[0], b));
+    second.send_byte();
+    for (int i = 0; i < 3 && b->calls == 0; ++i) io.run_one_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(b->calls, 1);
+    EXPECT_EQ(a->calls, 0);
+    watch.forget(second.ends[0]);
+}
+
 TEST(ReadWatch, ReportsTheClientClosing) {
     boost::asio::io_context io;
     ReadWatch watch(io);
