@@ -60,18 +60,35 @@ bool write_all(int fd, std::string_view bytes) {
     return true;
 }
 
+/// A folder handlers may come from: root or the server's user owns it, and others may not write
+/// in it -- or may only add names of their own (the sticky bit, as on /tmp; Kubernetes mounts
+/// ConfigMaps so): an entry root or this user owns cannot then be replaced by anyone else.
+std::string folder_problem(const std::filesystem::path& folder) {
+    const uid_t me = ::geteuid();
+    struct stat dir;
+    if (::stat(folder.c_str(), &dir) != 0) return "cannot stat its folder " + folder.string();
+    if (dir.st_uid != 0 && dir.st_uid != me)
+        return "its folder " + folder.string() + " is owned by uid " + std::to_string(dir.st_uid) +
+               ", neither root nor the server's user";
+    if ((dir.st_mode & S_IWOTH) && !(dir.st_mode & S_ISVTX))
+        return "its folder is writable by others (chmod o-w " + folder.string() + ")";
+    return {};
+}
+
 /// Like sshd's StrictModes: code that runs inside the server must not be writable by anyone the
-/// server does not trust. Empty if the file and its folder pass.
-std::string trust_problem(const struct stat& file, const std::filesystem::path& folder) {
+/// server does not trust. Empty if the file at `path` (its `file` stat) and its folder pass and,
+/// when `path` is reached through a link, the folder the file really lives in too.
+std::string trust_problem(const struct stat& file, const std::filesystem::path& path) {
     const uid_t me = ::geteuid();
     if (file.st_uid != 0 && file.st_uid != me)
         return "owned by uid " + std::to_string(file.st_uid) + ", neither root nor the server's user";
     if (file.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others (chmod go-w)";
-    struct stat dir;
-    if (::stat(folder.c_str(), &dir) != 0) return "cannot stat its folder";
-    if (dir.st_uid != 0 && dir.st_uid != me)
-        return "its folder is owned by uid " + std::to_string(dir.st_uid) + ", neither root nor the server's user";
-    if (dir.st_mode & S_IWOTH) return "its folder is writable by others (chmod o-w " + folder.string() + ")";
+    if (std::string why = folder_problem(path.parent_path()); !why.empty()) return why;
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(path, ec);
+    if (ec) return "cannot resolve " + path.string() + ": " + ec.message();
+    if (real.parent_path() != std::filesystem::canonical(path.parent_path(), ec))
+        return folder_problem(real.parent_path());
     return {};
 }
 
@@ -125,7 +142,7 @@ std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {
     if (!strict_modes_) return {};
     struct stat st;
     if (::stat(file.c_str(), &st) != 0) return "cannot stat: " + errno_text(errno);
-    return trust_problem(st, file.parent_path());
+    return trust_problem(st, file);
 }
 
 namespace {
@@ -262,7 +279,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     if (::fstat(source.get(), &before) != 0 || !S_ISREG(before.st_mode))
         return failure(unreadable, "not a regular file");
     if (strict_modes_) {
-        if (std::string why = trust_problem(before, file.parent_path()); !why.empty())
+        if (std::string why = trust_problem(before, file); !why.empty())
             return failure(untrusted, "untrusted: " + why + " (--insecure-handlers turns this check off)");
     }
     if (static_cast<std::uint64_t>(before.st_size) > kMaxHandlerFile)

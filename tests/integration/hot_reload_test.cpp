@@ -59,6 +59,8 @@ TEST_F(HotReloadTest, AConfigMapStyleUpdateThroughDotDotDataServesTheNewCode) {
         fs::create_directory_symlink(stamp, server.handlers() / "..data_tmp");
         fs::rename(server.handlers() / "..data_tmp", server.handlers() / "..data");
     };
+    // The kubelet makes the volume's root world-writable and sticky (drwxrwxrwt): that must pass.
+    fs::permissions(server.handlers(), fs::perms::all | fs::perms::sticky_bit);
     publish("..2026_12_01_10_00_00.1", test_handler("v1/versioned.so"));
     fs::create_symlink("..data/versioned.so", versioned());
     ASSERT_TRUE(serves("version 1"));
