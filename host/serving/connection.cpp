@@ -107,6 +107,7 @@ void Connection::wait_readable() {
     // recv after the wake takes one from the pool.
     release_buffer();
     state_ = State::reading;
+    if (loop_.reads.rewatch(fd_)) return;  // between keep-alive requests: already in the set
     // The aliasing constructor: the base is private, the ownership is the connection's.
     if (loop_.reads.watch(fd_, std::shared_ptr<ReadWatch::Reader>(shared_from_this(), this))) return;
     // The loop's set refused it: wait through the reactor instead.

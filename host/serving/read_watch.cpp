@@ -45,6 +45,15 @@ bool ReadWatch::watch(int fd, std::shared_ptr<Reader> reader) {
     return true;
 }
 
+bool ReadWatch::rewatch(int fd) {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return false;
+    Entry& entry = entries_[static_cast<std::size_t>(fd)];
+    if (!entry.reader || !entry.in_set) return false;
+    entry.wanted = true;
+    arm();
+    return true;
+}
+
 void ReadWatch::forget(int fd) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return;
     Entry& entry = entries_[static_cast<std::size_t>(fd)];

@@ -35,6 +35,9 @@ public:
     /// `reader` hears once when `fd` is readable (at once if it already is). It is held alive
     /// until forget(fd). False if the kernel refuses the descriptor.
     bool watch(int fd, std::shared_ptr<Reader> reader);
+    /// watch() for a descriptor whose reader is still in the set (the steady keep-alive case):
+    /// no reference is taken or syscall made. False if it is not, and watch() is needed.
+    bool rewatch(int fd);
     /// Call before closing `fd`: it leaves the set, nothing more is heard of it, and `reader` is
     /// let go (the caller must hold its own reference through this call).
     void forget(int fd);
