@@ -2,6 +2,7 @@
 
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
+#include "serving/block_pool.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/pending_call.hpp"
 
@@ -35,9 +36,7 @@ constexpr std::uint32_t kLingerS = 2;
 }  // namespace
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
-    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), socket_(loop.io.get_executor()),
-      parser_(ParseLimits{loop.limits.max_head_bytes, loop.limits.max_body_bytes, loop.limits.memory_body_bytes,
-                          &loop.limits.upload_dir}) {
+    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()) {
     loop_.connections.attach(this);
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);
@@ -50,7 +49,7 @@ Connection::~Connection() {
         waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();
     }
-    if (!socket_.is_open() && fd_ >= 0) ::close(fd_);
+    if (!socket_ && fd_ >= 0) ::close(fd_);
     release_buffer();
     loop_.connections.detach(this);
 }
@@ -61,11 +60,19 @@ void Connection::start() {
 }
 
 bool Connection::ensure_registered() {
-    if (socket_.is_open()) return true;
+    if (socket_) return true;
     boost::system::error_code ec;
-    socket_.assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
+    try {
+        socket_ = std::make_unique<Socket>(loop_.io.get_executor());
+    } catch (const std::bad_alloc&) {
+        spdlog::error("client {}:{}: no memory to watch the connection; closing", address_, port_);
+        close();
+        return false;
+    }
+    socket_->assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
     if (ec) {
         spdlog::warn("client {}:{}: cannot watch the connection: {}", address_, port_, ec.message());
+        socket_.reset();  // fd_ is still ours alone: close() closes it
         close();
         return false;
     }
@@ -81,9 +88,34 @@ bool Connection::ensure_buffer() {
     return false;
 }
 
+// What an idle keep-alive connection costs, with its shared_ptr's count and its ReadWatch entry:
+// bench.py measures about 350 bytes of RSS each (nginx: about 525).
+static_assert(sizeof(Connection) <= 256, "a parked connection should stay this small: move what only a busy one needs into Work");
+
+std::size_t Connection::work_bytes() { return sizeof(Work); }
+
+void Connection::ReleaseWork::operator()(Work* work) const noexcept {
+    work->~Work();
+    BlockPool::release(work);
+}
+
+bool Connection::ensure_work() {
+    if (work_) return true;
+    if (void* block = loop_.work_blocks.allocate()) {
+        const ConnectionLimits& limits = loop_.limits;
+        // Nothing in Work's construction allocates.
+        work_.reset(new (block) Work(
+            ParseLimits{limits.max_head_bytes, limits.max_body_bytes, limits.memory_body_bytes, &limits.upload_dir}));
+        return true;
+    }
+    spdlog::error("client {}:{}: no memory for a parser; closing", address_, port_);
+    close();
+    return false;
+}
+
 void Connection::read_now() {
     // With TCP_DEFER_ACCEPT the request has usually arrived with the connection: no wait needed.
-    if (!ensure_buffer()) return;
+    if (!ensure_work() || !ensure_buffer()) return;
     state_ = State::reading;
     ssize_t n;
     do {
@@ -112,7 +144,7 @@ void Connection::wait_readable() {
     if (loop_.reads.watch(fd_, std::shared_ptr<ReadWatch::Reader>(shared_from_this(), this))) return;
     // The loop's set refused it: wait through the reactor instead.
     if (!ensure_registered()) return;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->on_readable();
     });
 }
@@ -124,26 +156,26 @@ void Connection::on_readable() {
 void Connection::park() {
     // Quiet for a while: what a busy connection keeps for its requests goes back. It still
     // waits for readability as before.
+    if (!idle()) return;
     release_buffer();
-    parser_.release_memory();
-    queued_.release_memory();
+    work_.reset();
     state_ = State::parked;
 }
 
 void Connection::process(std::string_view input) {
-    const bool was_mid_request = parser_.mid_request();
-    HttpParser::Status status = parser_.feed(input, *this);
+    const bool was_mid_request = work_->parser.mid_request();
+    HttpParser::Status status = work_->parser.feed(input, *this);
     if (status == HttpParser::Status::paused) {
         // Output is at its high-water mark: keep the rest until it has been written.
-        pending_input_.assign(input.substr(parser_.consumed()));
-        parser_.resume();
+        work_->pending_input.assign(input.substr(work_->parser.consumed()));
+        work_->parser.resume();
     } else if (status == HttpParser::Status::stopped) {
         // Bytes after a "Connection: close" request: drain them before closing.
-        if (parser_.consumed() < input.size()) linger_on_close_ = true;
+        if (work_->parser.consumed() < input.size()) linger_on_close_ = true;
     } else if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
         on_parse_failure(status);
     }
-    if (parser_.mid_request() && !was_mid_request) request_started_ = loop_.now;
+    if (work_->parser.mid_request() && !was_mid_request) request_started_ = loop_.now;
     send_output();
 }
 
@@ -151,13 +183,15 @@ void Connection::send_output() {
     // Responses were built in the loop's output buffer. Usually they all go at once and this
     // connection never holds an output buffer of its own; what the socket does not take is queued.
     std::string& out = loop_.output;
-    const OutputQueue::Written written = queued_.send(fd_, out);
+    const OutputQueue::Written written = work_->queued.send(fd_, out);
     out.clear();
     if (out.capacity() > kKeepLoopOutput) std::string().swap(out);
     if (after_write(written)) resume();
 }
 
-std::size_t Connection::pending_output() const { return queued_.size() + loop_.output.size(); }
+std::size_t Connection::pending_output() const {
+    return (work_ ? work_->queued.size() : 0) + loop_.output.size();
+}
 
 SinkAction Connection::on_request(const HttpRequest& request) {
     // Only whole requests count as activity: stray bytes (bare CRLFs) must not keep a connection open.
@@ -170,7 +204,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     struct ForgetCrashClient {
         ~ForgetCrashClient() { set_crash_client(-1, false); }
     } forget;
-    if (queued_.empty()) set_crash_client(fd_, request.head, &out);
+    if (work_->queued.empty()) set_crash_client(fd_, request.head, &out);
     Routed routed = loop_.router.respond(request, context, out);
     if (routed.later) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
@@ -180,7 +214,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     }
     if (routed.body_file.is_open()) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
-        queued_.append_file(out, std::move(routed.body_file));
+        work_->queued.append_file(out, std::move(routed.body_file));
         out.clear();
     }
     if (!context.keep_alive || routed.close_after) {
@@ -201,13 +235,13 @@ void Connection::on_parse_failure(HttpParser::Status status) {
     case HttpParser::Status::body_too_large: code = HttpStatus::content_too_large; break;
     case HttpParser::Status::spill_failed:
         code = HttpStatus::service_unavailable;
-        spdlog::error("client {}:{}: {}; answered 503", address_, port_, parser_.error_reason());
+        spdlog::error("client {}:{}: {}; answered 503", address_, port_, work_->parser.error_reason());
         break;
     case HttpParser::Status::upgrade:
         // The request before the upgrade was answered; we speak no other protocol.
         closing_ = true;
         return;
-    default: spdlog::debug("client {}:{}: bad request: {}", address_, port_, parser_.error_reason()); break;
+    default: spdlog::debug("client {}:{}: bad request: {}", address_, port_, work_->parser.error_reason()); break;
     }
     append_error(loop_.output, code, loop_.date.now(), false, false);
     closing_ = true;
@@ -230,14 +264,14 @@ bool Connection::after_write(OutputQueue::Written written) {
 
 void Connection::flush() {
     if (state_ == State::closed) return;
-    if (after_write(queued_.write_to(fd_))) resume();
+    if (after_write(work_->queued.write_to(fd_))) resume();
 }
 
 void Connection::wait_writable() {
     drained_ = false;  // the socket is looked at again in a later pass
     if (!ensure_registered()) return;
     state_ = State::writing;
-    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_->async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->flush();
     });
 }
@@ -245,21 +279,21 @@ void Connection::wait_writable() {
 void Connection::resume() {
     if (waiting_) {
         // A stream's writer may be waiting for the room this write made.
-        if (waiting_->streaming()) waiting_->stream_room(queued_.size());
+        if (waiting_->streaming()) waiting_->stream_room(work_->queued.size());
         if (waiting_ && state_ != State::closed) wait_for_answer();
         return;
     }
-    if (closing_ || (loop_.draining && !parser_.mid_request() && pending_input_.empty())) {
+    if (closing_ || (loop_.draining && !mid_request() && work_->pending_input.empty())) {
         linger();
         return;
     }
-    if (!pending_input_.empty()) {
+    if (!work_->pending_input.empty()) {
         // Kept in a member while it is parsed: a request in it may wait for its answer.
-        if (!replay_) replay_ = std::make_unique<std::string>();
-        *replay_ = std::move(pending_input_);
-        pending_input_.clear();
+        if (!work_->replay) work_->replay = std::make_unique<std::string>();
+        *work_->replay = std::move(work_->pending_input);
+        work_->pending_input.clear();
         state_ = State::reading;
-        process(*replay_);  // may pause again, stashing what is left
+        process(*work_->replay);  // may pause again, stashing what is left
         return;
     }
     // The socket was emptied by a recv in this same loop pass, so anything that comes later
@@ -290,7 +324,7 @@ void Connection::linger() {
     }
     state_ = State::lingering;
     last_write_ = loop_.now;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
+    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
         if (!ec2) self->on_linger_readable();
     });
 }
@@ -305,7 +339,7 @@ void Connection::on_linger_readable() {
         close();  // EOF: the client has seen our close; or an error
         return;
     }
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) self->on_linger_readable();
     });
 }
@@ -322,9 +356,9 @@ void Connection::on_tick(std::uint32_t now) {
     switch (state_) {
     case State::reading:
     case State::parked:
-        if (parser_.in_body()) {
+        if (work_ && work_->parser.in_body()) {
             if (now - last_read_ >= config.header_timeout_s) close();  // the body stalled
-        } else if (parser_.mid_request()) {
+        } else if (mid_request()) {
             if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
         } else if (now - std::max(last_request_, last_write_) >= config.keepalive_timeout_s) {
             // Idle since the last request or the end of its response, whichever came later.
@@ -371,9 +405,9 @@ void Connection::close() {
         waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();
     }
-    if (socket_.is_open()) {
+    if (socket_) {
         boost::system::error_code ec;
-        socket_.close(ec);
+        socket_->close(ec);
     } else {
         ::close(fd_);
     }

@@ -4,7 +4,9 @@
 //
 // Reads: a recv into a buffer lent by the loop, only once the socket is readable;
 // between requests a connection waits in the loop's level-triggered set (ReadWatch)
-// and holds no buffer. One quiet for a tick also gives back its parser's memory.
+// and holds no buffer. One quiet for a tick (parked) also gives back its Work: the parser
+// and the output queue. A parked connection is about 200 bytes, and the Asio socket is made
+// only for one that ever has to wait through the reactor.
 //
 // Answers that come later (a deferred reply, a blocking handler's call): the connection
 // waits for them in request order. Parsing stops after such a request; what follows it is
@@ -49,6 +51,8 @@ public:
     ~Connection();
 
     void start();
+    /// The size of the block a connection takes from LoopContext::work_blocks while it is busy.
+    static std::size_t work_bytes();
     /// Loop is draining: close now if idle, else after the response in progress.
     void on_drain();
     /// Once a second: enforce timeouts, park idle connections.
@@ -107,6 +111,8 @@ private:
     void process(std::string_view input);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
+    /// Makes the Work a parked connection gave back; false (closed) if there is no memory.
+    bool ensure_work();
     void send_output();
     void flush();
     /// After a write: wait for room, go on, or close; false if the connection closed.
@@ -118,23 +124,34 @@ private:
     void on_linger_readable();
     void release_buffer();
     std::size_t pending_output() const;
+    bool mid_request() const { return work_ && work_->parser.mid_request(); }
     bool idle() const {
-        return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 &&
-               !parser_.mid_request() && pending_input_.empty() && !waiting_;
+        return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 && !mid_request() &&
+               (!work_ || work_->pending_input.empty()) && !waiting_;
     }
+
+    // What a connection needs only while it serves requests, in a block of the loop's
+    // BlockPool. Parking frees it, and the next read makes it again.
+    struct Work {
+        explicit Work(const ParseLimits& limits) : parser(limits) {}
+        HttpParser parser;
+        std::string pending_input;            // bytes read but not parsed yet (after a pause)
+        std::unique_ptr<std::string> replay;  // pending_input being parsed: requests may point into it
+        OutputQueue queued;                   // what the socket has not taken yet (usually nothing)
+    };
+    struct ReleaseWork {
+        void operator()(Work* work) const noexcept;
+    };
+    // The io_context's own executor type: 8 bytes where any_io_executor takes 48.
+    using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
     LoopContext& loop_;
     int fd_;
     bool ipv6_;
-    // The io_context's own executor type: 8 bytes where any_io_executor takes 48, in every connection.
-    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>
-        socket_;  // owns fd_ once registered
-    HttpParser parser_;
-    char* buffer_ = nullptr;     // lent by the loop while reading
-    std::string pending_input_;  // bytes read but not parsed yet (after a pause)
-    std::unique_ptr<std::string> replay_;   // pending_input_ being parsed: requests may point into it
+    std::unique_ptr<Socket> socket_;  // made, and owning fd_, once the reactor must watch it
+    std::unique_ptr<Work, ReleaseWork> work_;  // null while parked
+    char* buffer_ = nullptr;          // lent by the loop while reading
     std::shared_ptr<PendingCall> waiting_;  // the answer that comes later, for the last request parsed
-    OutputQueue queued_;         // what the socket has not taken yet (usually nothing)
     State state_ = State::reading;
     bool closing_ = false;          // close once output is written
     bool linger_on_close_ = false;  // unread input may follow: drain before closing

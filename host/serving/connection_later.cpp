@@ -87,13 +87,13 @@ void Connection::answered(PendingCall& pending, std::optional<int> returned) {
     if (close_after_answer_ || !frame.keep_alive) {
         closing_ = true;
         // Bytes the client sent behind it would be answered with a reset: drain them first.
-        if (!pending_input_.empty()) linger_on_close_ = true;
+        if (!work_->pending_input.empty()) linger_on_close_ = true;
     }
     last_request_ = loop_.now;
     if (state_ == State::writing) {
         // Earlier answers still wait for the socket: this one queues behind them, and the write
         // that is waiting goes on from there (resuming once, when everything is out).
-        queued_.append(loop_.output);
+        work_->queued.append(loop_.output);
         loop_.output.clear();
         return;
     }
@@ -106,10 +106,10 @@ void Connection::wait_for_answer() {
     drained_ = false;  // the answer comes in a later pass
     // The request was copied when its answer was deferred: an idle wait holds no read buffer.
     release_buffer();
-    parser_.release_memory();
-    if (pending_input_.size() >= kMaxInputWhileWaiting || read_watch_armed_) return;
+    work_->parser.release_memory();
+    if (work_->pending_input.size() >= kMaxInputWhileWaiting || read_watch_armed_) return;
     read_watch_armed_ = true;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         self->read_watch_armed_ = false;
         if (!ec) self->on_readable_while_waiting();
     });
@@ -121,11 +121,11 @@ void Connection::on_readable_while_waiting() {
     if (!waiting_ || state_ == State::closed || state_ == State::lingering) return;
     char chunk[4096];
     for (;;) {
-        const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - pending_input_.size());
+        const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - work_->pending_input.size());
         if (room == 0) return;  // full: leave the rest in the socket until the answer is out
         const ssize_t n = ::recv(fd_, chunk, room, MSG_DONTWAIT);
         if (n > 0) {
-            pending_input_.append(chunk, static_cast<std::size_t>(n));
+            work_->pending_input.append(chunk, static_cast<std::size_t>(n));
             last_read_ = loop_.now;
             continue;
         }
@@ -135,7 +135,7 @@ void Connection::on_readable_while_waiting() {
         return;
     }
     read_watch_armed_ = true;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
         self->read_watch_armed_ = false;
         if (!ec) self->on_readable_while_waiting();
     });

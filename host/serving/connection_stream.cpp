@@ -36,7 +36,7 @@ void Connection::stream_ended(PendingCall& pending, std::optional<int> returned)
     // the client learns it is incomplete from the close.
     if (!clean || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
         closing_ = true;
-        if (!pending_input_.empty()) linger_on_close_ = true;
+        if (!work_->pending_input.empty()) linger_on_close_ = true;
     }
     if (!clean)
         spdlog::info("handler {}: stream to {}:{} cut short", call.version ? call.version->describe() : "?",
@@ -48,11 +48,11 @@ void Connection::send_or_queue(std::string&& bytes) {
     if (state_ == State::writing) {
         // Earlier bytes still wait for the socket: these queue behind them, and the write that
         // waits goes on from there.
-        queued_.append_owned(std::move(bytes));
-        if (waiting_ && waiting_->streaming()) waiting_->stream_room(queued_.size());
+        work_->queued.append_owned(std::move(bytes));
+        if (waiting_ && waiting_->streaming()) waiting_->stream_room(work_->queued.size());
         return;
     }
-    if (after_write(queued_.send_owned(fd_, std::move(bytes)))) resume();
+    if (after_write(work_->queued.send_owned(fd_, std::move(bytes)))) resume();
 }
 
 void Connection::cut_stream(const char* why, int reason) {

@@ -21,12 +21,13 @@ using namespace std::chrono_literals;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
-      router_(handlers_, www, date_, options.routing, &context_.draining),
+      work_blocks_(Connection::work_bytes()), router_(handlers_, www, date_, options.routing, &context_.draining),
       context_{.io = io_,
                .limits = options.connection,
                .router = router_,
                .date = date_,
                .buffers = buffers_,
+               .work_blocks = work_blocks_,
                .connections = connections_,
                .reads = read_watch_,
                .inbox = std::make_shared<LoopInbox>(io_)},

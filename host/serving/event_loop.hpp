@@ -7,6 +7,7 @@
 #include "http/date_cache.hpp"
 #include "routing/router.hpp"
 #include "serving/acceptor.hpp"
+#include "serving/block_pool.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/connection_list.hpp"
 #include "serving/loop_context.hpp"
@@ -79,6 +80,7 @@ private:
     HandlerTable handlers_;
     DateCache date_;
     BufferPool buffers_;
+    BlockPool work_blocks_;  // before connections_: outlives every connection's Work
     ConnectionList connections_;
     ReadWatch read_watch_{io_};
     Router router_;  // reads context_.draining for /-/ready

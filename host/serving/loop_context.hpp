@@ -31,6 +31,7 @@ struct ConnectionLimits {
     std::filesystem::path upload_dir;             ///< where (empty: the system's temporary folder)
 };
 
+class BlockPool;
 class BlockingPool;
 struct LoopSlot;
 class LoopInbox;
@@ -41,6 +42,7 @@ struct LoopContext {
     Router& router;
     DateCache& date;
     BufferPool& buffers;
+    BlockPool& work_blocks;  ///< for Connection::Work, see Connection::work_bytes()
     ConnectionList& connections;
     ReadWatch& reads;  ///< connections waiting for their next request
     std::shared_ptr<LoopInbox> inbox{};  ///< onto this loop's thread, from any thread

@@ -1,0 +1,136 @@
+#include "serving/block_pool.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <new>
+#include <utility>
+
+namespace cspd {
+
+// A slab starts with this header; its blocks follow. A block finds its slab by rounding its
+// address down to kSlabBytes, which is why slabs are mapped aligned.
+struct BlockPool::Slab {
+    BlockPool* pool;         // null once the pool is gone: the last release unmaps the slab
+    Slab* open_prev;         // in the pool's open list, while the slab has a free block
+    Slab* open_next;
+    Slab* all_prev;          // in the pool's list of every slab
+    Slab* all_next;
+    void* free;              // blocks given back, linked through their first bytes
+    std::size_t carved;      // blocks handed out from the rest, whose pages are not touched before
+    std::size_t live;        // blocks out
+    bool open;
+};
+
+namespace {
+constexpr std::size_t kAlign = alignof(std::max_align_t);
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+}  // namespace
+
+BlockPool::BlockPool(std::size_t block_size)
+    : block_size_(round_up(block_size < sizeof(void*) ? sizeof(void*) : block_size, kAlign)),
+      per_slab_((kSlabBytes - round_up(sizeof(Slab), kAlign)) / block_size_) {
+    if (per_slab_ == 0) throw std::bad_alloc();
+}
+
+BlockPool::~BlockPool() {
+    for (Slab* slab = all_; slab;) {
+        Slab* next = slab->all_next;
+        if (slab->live == 0) {
+            ::munmap(slab, kSlabBytes);
+        } else {
+            slab->pool = nullptr;  // blocks still out (a bug elsewhere): the last release unmaps it
+        }
+        slab = next;
+    }
+}
+
+void* BlockPool::allocate() noexcept {
+    Slab* slab = open_;
+    if (!slab) {
+        slab = map_slab();
+        if (!slab) return nullptr;
+        link_open(slab);
+    }
+    void* block;
+    if (slab->free) {
+        block = slab->free;
+        slab->free = *static_cast<void**>(block);
+    } else {
+        block = reinterpret_cast<char*>(slab) + round_up(sizeof(Slab), kAlign) + slab->carved * block_size_;
+        ++slab->carved;
+    }
+    ++slab->live;
+    ++out_;
+    if (slab == spare_) spare_ = nullptr;
+    if (!slab->free && slab->carved == per_slab_) unlink_open(slab);  // full
+    return block;
+}
+
+void BlockPool::release(void* block) noexcept {
+    if (!block) return;
+    Slab* slab = reinterpret_cast<Slab*>(reinterpret_cast<std::uintptr_t>(block) & ~(kSlabBytes - 1));
+    *static_cast<void**>(block) = slab->free;
+    slab->free = block;
+    --slab->live;
+    BlockPool* pool = slab->pool;
+    if (!pool) {
+        if (slab->live == 0) ::munmap(slab, kSlabBytes);
+        return;
+    }
+    --pool->out_;
+    if (!slab->open) {
+        pool->link_open(slab);
+        // This one has room now: the spare is not needed.
+        if (pool->spare_) pool->unmap(std::exchange(pool->spare_, nullptr));
+    }
+    if (slab->live > 0) return;
+    // All free again: its pages go back to the system, unless it is the only slab with room
+    // (a loop with one busy connection would otherwise map and unmap a slab per request).
+    if (pool->open_ == slab && !slab->open_next) {
+        pool->spare_ = slab;
+    } else {
+        pool->unmap(slab);
+    }
+}
+
+BlockPool::Slab* BlockPool::map_slab() noexcept {
+    // Twice the size, then the unaligned ends are given back.
+    void* area = ::mmap(nullptr, 2 * kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED) return nullptr;
+    const auto start = reinterpret_cast<std::uintptr_t>(area);
+    const std::uintptr_t aligned = round_up(start, kSlabBytes);
+    if (aligned > start) ::munmap(area, aligned - start);
+    const std::uintptr_t end = aligned + kSlabBytes;
+    if (end < start + 2 * kSlabBytes) ::munmap(reinterpret_cast<void*>(end), start + 2 * kSlabBytes - end);
+    Slab* slab = new (reinterpret_cast<void*>(aligned)) Slab{this, nullptr, nullptr, nullptr, all_, nullptr, 0, 0, false};
+    if (all_) all_->all_prev = slab;
+    all_ = slab;
+    ++slabs_;
+    return slab;
+}
+
+void BlockPool::unmap(Slab* slab) noexcept {
+    if (slab->open) unlink_open(slab);
+    (slab->all_prev ? slab->all_prev->all_next : all_) = slab->all_next;
+    if (slab->all_next) slab->all_next->all_prev = slab->all_prev;
+    --slabs_;
+    ::munmap(slab, kSlabBytes);
+}
+
+void BlockPool::link_open(Slab* slab) noexcept {
+    slab->open = true;
+    slab->open_prev = nullptr;
+    slab->open_next = open_;
+    if (open_) open_->open_prev = slab;
+    open_ = slab;
+}
+
+void BlockPool::unlink_open(Slab* slab) noexcept {
+    slab->open = false;
+    (slab->open_prev ? slab->open_prev->open_next : open_) = slab->open_next;
+    if (slab->open_next) slab->open_next->open_prev = slab->open_prev;
+    slab->open_prev = slab->open_next = nullptr;
+}
+
+}  // namespace cspd
