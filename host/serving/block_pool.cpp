@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <new>
-#include <utility>
 
 namespace cspd {
 
@@ -46,7 +45,8 @@ BlockPool::~BlockPool() {
 }
 
 void* BlockPool::allocate() noexcept {
-    Slab* slab = open_;
+    // The spare is used last: it stays whole while other slabs have room.
+    Slab* slab = open_ == spare_ && open_ && open_->open_next ? open_->open_next : open_;
     if (!slab) {
         slab = map_slab();
         if (!slab) return nullptr;
@@ -79,15 +79,11 @@ void BlockPool::release(void* block) noexcept {
         return;
     }
     --pool->out_;
-    if (!slab->open) {
-        pool->link_open(slab);
-        // This one has room now: the spare is not needed.
-        if (pool->spare_) pool->unmap(std::exchange(pool->spare_, nullptr));
-    }
+    if (!slab->open) pool->link_open(slab);
     if (slab->live > 0) return;
-    // All free again: its pages go back to the system, unless it is the only slab with room
-    // (a loop with one busy connection would otherwise map and unmap a slab per request).
-    if (pool->open_ == slab && !slab->open_next) {
+    // All free again: its pages go back to the system, but for one empty slab kept, so that
+    // connections waking and parking across a slab's edge do not map and unmap one each time.
+    if (!pool->spare_) {
         pool->spare_ = slab;
     } else {
         pool->unmap(slab);

@@ -1,7 +1,6 @@
 // Fixed-size blocks for what a loop makes and frees again and again, and holds only a while:
 // a connection's Work, from its first read until it parks. Blocks are carved from mapped
-// 64 KiB slabs, and a slab whose blocks are all free again is unmapped, but for one kept
-// while no other slab has room. Why not the heap: freed chunks between the connections that stay would keep an
+// 64 KiB slabs, and a slab whose blocks are all free again is unmapped, but for one spare. Why not the heap: freed chunks between the connections that stay would keep an
 // idle server's RSS at its busiest; a slab gives its pages back. Loop thread only.
 #pragma once
 
@@ -39,7 +38,7 @@ private:
     std::size_t per_slab_;
     Slab* open_ = nullptr;  // slabs with a free block, the first one used first
     Slab* all_ = nullptr;   // every slab
-    Slab* spare_ = nullptr; // an empty slab kept while no other has room
+    Slab* spare_ = nullptr; // one empty slab kept, used when no other has room
     std::size_t slabs_ = 0;
     std::size_t out_ = 0;
 };

@@ -92,7 +92,11 @@ bool Connection::ensure_buffer() {
 // bench.py measures about 350 bytes of RSS each (nginx: about 525).
 static_assert(sizeof(Connection) <= 256, "a parked connection should stay this small: move what only a busy one needs into Work");
 
-std::size_t Connection::work_bytes() { return sizeof(Work); }
+std::size_t Connection::work_bytes() {
+    static_assert(alignof(Work) <= alignof(std::max_align_t), "BlockPool's blocks are aligned for this");
+    static_assert(sizeof(Work) <= BlockPool::kSlabBytes / 64, "many Works to a slab");
+    return sizeof(Work);
+}
 
 void Connection::ReleaseWork::operator()(Work* work) const noexcept {
     work->~Work();

@@ -1,5 +1,5 @@
-// BlockPool: distinct aligned blocks, reuse before growth, empty slabs unmapped but the last
-// one with room, and blocks that outlive their pool.
+// BlockPool: distinct aligned blocks, reuse before growth, empty slabs unmapped but one spare,
+// and blocks that outlive their pool.
 #include "serving/block_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ TEST(BlockPool, AReleasedBlockIsReusedBeforeNewOnes) {
     BlockPool::release(b);
 }
 
-TEST(BlockPool, SlabsWhoseBlocksAllCameBackAreUnmappedButTheLastOneWithRoom) {
+TEST(BlockPool, SlabsWhoseBlocksAllCameBackAreUnmappedButOneSpare) {
     const std::size_t per_slab = blocks_per_slab();
     ASSERT_GT(per_slab, 100u);  // 64 KiB of 440-byte blocks
     BlockPool pool(kBlock);
@@ -80,6 +80,22 @@ TEST(BlockPool, SlabsWhoseBlocksAllCameBackAreUnmappedButTheLastOneWithRoom) {
     EXPECT_EQ(pool.slabs(), 1u);
 }
 
+TEST(BlockPool, ConnectionsWakingAcrossASlabsEdgeDoNotMapASlabEachTime) {
+    const std::size_t per_slab = blocks_per_slab();
+    BlockPool pool(kBlock);
+    std::vector<void*> out;
+    for (std::size_t i = 0; i < per_slab - 1; ++i) out.push_back(pool.allocate());
+    for (int round = 0; round < 100; ++round) {
+        void* x = pool.allocate();  // fills the first slab
+        void* y = pool.allocate();  // needs a second
+        BlockPool::release(x);
+        BlockPool::release(y);
+        EXPECT_EQ(pool.slabs(), 2u);  // the second stays as the spare, and is used again
+    }
+    for (void* block : out) BlockPool::release(block);
+    EXPECT_EQ(pool.slabs(), 1u);
+}
+
 TEST(BlockPool, ASlabWithOneBlockOutStays) {
     const std::size_t per_slab = blocks_per_slab();
     BlockPool pool(kBlock);
@@ -88,9 +104,14 @@ TEST(BlockPool, ASlabWithOneBlockOutStays) {
     void* kept = out[per_slab + 5];  // in the second slab
     for (void* block : out)
         if (block != kept) BlockPool::release(block);
-    EXPECT_EQ(pool.slabs(), 1u);
+    EXPECT_EQ(pool.slabs(), 2u);  // the one with `kept`, and the spare
     std::memset(kept, 0x5a, kBlock);  // still mapped and ours
     EXPECT_TRUE(mapped(kept));
+    // New blocks come from the slab in use, not the spare.
+    void* next = pool.allocate();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(next) / BlockPool::kSlabBytes,
+              reinterpret_cast<std::uintptr_t>(kept) / BlockPool::kSlabBytes);
+    BlockPool::release(next);
     BlockPool::release(kept);
     EXPECT_EQ(pool.slabs(), 1u);
 }
