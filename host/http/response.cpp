@@ -1,6 +1,8 @@
 #include "http/response.hpp"
 
+#include <array>
 #include <charconv>
+#include <string>
 
 namespace cspd {
 
@@ -11,13 +13,34 @@ void append_number(std::string& out, std::size_t n) {
     out.append(digits, end);
 }
 
+/// "HTTP/1.1 200 OK\r\nServer: cspd\r\nDate: ", formatted.
+void append_status_line_start(std::string& out, HttpStatus status) {
+    out.append("HTTP/1.1 ");
+    append_number(out, code(status));
+    out.push_back(' ');
+    out.append(reason_phrase(status));
+    out.append("\r\nServer: cspd\r\nDate: ");
+}
+
+/// The same for every code 100..599, made once: a response then begins with one copy rather
+/// than five appends and a number's formatting.
+std::string_view status_line_start(HttpStatus status) {
+    constexpr unsigned kFirst = 100, kLast = 599;
+    static const std::array<std::string, kLast - kFirst + 1> lines = [] {
+        std::array<std::string, kLast - kFirst + 1> made;
+        for (unsigned c = kFirst; c <= kLast; ++c) append_status_line_start(made[c - kFirst], HttpStatus(c));
+        return made;
+    }();
+    const unsigned c = code(status);
+    return c >= kFirst && c <= kLast ? std::string_view(lines[c - kFirst]) : std::string_view();
+}
+
 /// "HTTP/1.1 200 OK", Server and Date: how every response begins (no line end after Date).
 void append_status_line(std::string& out, const ResponseHead& head) {
-    out.append("HTTP/1.1 ");
-    append_number(out, code(head.status));
-    out.push_back(' ');
-    out.append(reason_phrase(head.status));
-    out.append("\r\nServer: cspd\r\nDate: ");
+    if (const std::string_view start = status_line_start(head.status); !start.empty())
+        out.append(start);
+    else
+        append_status_line_start(out, head.status);  // not a code HttpStatus promises, but sent as it is
     out.append(head.date);
     if (!head.request_id.empty()) out.append("\r\nX-Request-Id: ").append(head.request_id);
 }

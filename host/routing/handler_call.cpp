@@ -124,7 +124,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     return CallOutcome::answered;
 }
 
-HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, std::optional<int> returned,
+HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,
                                const ResponseFrame& frame, DateCache& date, std::string& out) {
     if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));
     if (!returned) return failed(call, frame, date, out);  // threw: already logged

@@ -71,7 +71,7 @@ public:
 
     /// Checks what a finished call left (`returned`: the status it gave; empty if it threw, which
     /// is logged already), counts it, appends the response to `out`. On the loop that routed the call.
-    static HttpStatus answer(CallState& call, const HandlerVersion& version, std::optional<int> returned,
+    static HttpStatus answer(CallState& call, const HandlerVersion& version, const std::optional<int>& returned,
                              const ResponseFrame& frame, DateCache& date, std::string& out);
 
     /// Runs a blocking handler's call on the calling thread (a pool thread), timed into
