@@ -12,6 +12,8 @@
 namespace cspd {
 
 namespace {
+constexpr int kBatch = 256;  // events taken from the set per dispatch
+
 int make_set() {
     const int fd = ::epoll_create1(EPOLL_CLOEXEC);
     if (fd < 0) throw std::system_error(errno, std::system_category(), "epoll_create1");
@@ -19,7 +21,9 @@ int make_set() {
 }
 }  // namespace
 
-ReadWatch::ReadWatch(boost::asio::io_context& io) : set_(io, make_set()) {}
+ReadWatch::ReadWatch(boost::asio::io_context& io) : set_(io, make_set()) {
+    retired_.reserve(kBatch);  // a batch's forgets fit without allocating
+}
 
 ReadWatch::~ReadWatch() { clear(); }
 
@@ -65,7 +69,18 @@ void ReadWatch::forget(int fd) {
     }
     std::shared_ptr<Reader> reader = std::move(entry.reader);
     entry = Entry{};
+    let_go(std::move(reader));
     stop_waiting_if_empty();
+}
+
+void ReadWatch::let_go(std::shared_ptr<Reader>&& reader) noexcept {
+    if (!reader || !dispatching_) return;  // `reader` goes out of scope in the caller
+    try {
+        retired_.push_back(std::move(reader));
+    } catch (const std::bad_alloc&) {
+        // Past the reserve and out of memory: the caller's own reference (see forget) still
+        // holds it through its call, as before readers were called through plain pointers.
+    }
 }
 
 void ReadWatch::stop_waiting_if_empty() {
@@ -80,6 +95,7 @@ void ReadWatch::clear() {
         if (entries_[fd].in_set) ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, static_cast<int>(fd), nullptr);
     std::vector<Entry> gone;
     gone.swap(entries_);
+    for (Entry& entry : gone) let_go(std::move(entry.reader));
     in_set_ = 0;
     boost::system::error_code ec;
     set_.cancel(ec);
@@ -98,8 +114,9 @@ void ReadWatch::arm() {
 }
 
 void ReadWatch::dispatch() {
-    epoll_event ready[256];
-    const int count = ::epoll_wait(set_.native_handle(), ready, 256, 0);
+    epoll_event ready[kBatch];
+    const int count = ::epoll_wait(set_.native_handle(), ready, kBatch, 0);
+    dispatching_ = true;
     for (int i = 0; i < count; ++i) {
         const int fd = ready[i].data.fd;
         if (static_cast<std::size_t>(fd) >= entries_.size()) continue;
@@ -114,9 +131,12 @@ void ReadWatch::dispatch() {
             continue;  // (the wait is re-armed below only while something is in the set)
         }
         entry.wanted = false;
-        const std::shared_ptr<Reader> reader = entry.reader;  // alive through the call, forgotten or not
-        reader->on_readable();
+        // Alive through the call: forgotten meanwhile, it waits in retired_. (`entry` may move:
+        // a watch() in the call can grow entries_.)
+        entry.reader->on_readable();
     }
+    dispatching_ = false;
+    retired_.clear();  // readers forgotten in this batch; may destroy connections
     arm();  // a full batch leaves the set readable: the next pass takes the rest
 }
 

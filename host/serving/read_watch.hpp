@@ -39,7 +39,8 @@ public:
     /// no reference is taken or syscall made. False if it is not, and watch() is needed.
     bool rewatch(int fd);
     /// Call before closing `fd`: it leaves the set, nothing more is heard of it, and `reader` is
-    /// let go (the caller must hold its own reference through this call).
+    /// let go (the caller must hold its own reference through this call). From a reader's own
+    /// on_readable, it is let go only once that call has returned.
     void forget(int fd);
     /// No more calls: what is still held is let go (the loop is ending).
     void clear();
@@ -53,11 +54,17 @@ private:
     void arm();
     void dispatch();
     void stop_waiting_if_empty();
+    /// Lets `reader` go now, or after the dispatch in progress.
+    void let_go(std::shared_ptr<Reader>&& reader) noexcept;
 
     boost::asio::posix::stream_descriptor set_;
     std::vector<Entry> entries_;  // by descriptor
     std::size_t in_set_ = 0;      // while zero the set is not waited on: a drained loop can end
     bool armed_ = false;
+    // While dispatch() calls readers, the ones forgotten wait here: a reader is called through a
+    // plain pointer, not a copy of its shared_ptr (two atomic operations per request).
+    bool dispatching_ = false;
+    std::vector<std::shared_ptr<Reader>> retired_;
 };
 
 }  // namespace cspd

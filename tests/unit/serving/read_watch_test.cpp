@@ -96,6 +96,47 @@ TEST(ReadWatch, AWatchBetweenTheLastForgetAndItsCancelledWaitIsHeard) {
     watch.forget(second.ends[0]);
 }
 
+// A connection that closes from its own on_readable forgets itself, and its last reference may
+// go with it: it must stay alive until that call returns (ASan sees the use after free if not).
+struct ClosingReader final : ReadWatch::Reader {
+    ReadWatch* watch = nullptr;
+    int fd = -1;
+    std::shared_ptr<ClosingReader>* owner = nullptr;  // the only other reference
+    std::weak_ptr<ClosingReader> self;
+    int* calls = nullptr;
+    bool* alive_after_forget = nullptr;
+    void on_readable() override {
+        owner->reset();     // as a closing connection's pending operations let go of it
+        watch->forget(fd);  // the watch's reference was the last
+        *alive_after_forget = !self.expired();
+        ++*calls;           // touches this object after its last reference was given up
+    }
+};
+
+TEST(ReadWatch, AReaderThatForgetsItselfInItsCallLivesUntilTheCallReturns) {
+    boost::asio::io_context io;
+    auto busy = boost::asio::make_work_guard(io);
+    ReadWatch watch(io);
+    SocketPair pair;
+    int calls = 0;
+    bool alive_after_forget = false;
+    auto owner = std::make_shared<ClosingReader>();
+    std::weak_ptr<ClosingReader> gone = owner;
+    ClosingReader* raw = owner.get();
+    raw->watch = &watch;
+    raw->fd = pair.ends[0];
+    raw->owner = &owner;
+    raw->self = owner;
+    raw->calls = &calls;
+    raw->alive_after_forget = &alive_after_forget;
+    ASSERT_TRUE(watch.watch(pair.ends[0], owner));
+    pair.send_byte();
+    io.run_one();
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(alive_after_forget);
+    EXPECT_TRUE(gone.expired()) << "let go once the dispatch ended";
+}
+
 TEST(ReadWatch, ReportsTheClientClosing) {
     boost::asio::io_context io;
     ReadWatch watch(io);
