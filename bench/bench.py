@@ -419,7 +419,9 @@ def summarize(raw, servers, modes):
                 row["servers"][name] = {k: median_of(runs, k) for k in
                                         ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")}
                 row["servers"][name]["errors"] = sum(r["errors"] for r in runs)
-            peers = {n: v for n, v in row["servers"].items() if n not in ("cspd", "php -S") and n not in CEILINGS}
+            # Not peers: php -S (the historical reference), the ceilings, and an earlier cspd (--baseline).
+            peers = {n: v for n, v in row["servers"].items()
+                     if n not in ("cspd", "php -S", "cspd-before") and n not in CEILINGS}
             me = row["servers"]["cspd"]
             row["best_peer"] = row["rps_ratio"] = row["leanest_peer"] = row["cpu_ratio"] = None
             if peers:  # --only may leave none (the ceilings alone)

@@ -5,6 +5,25 @@
 #include <cstdint>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CSPD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CSPD_ASAN 1
+#endif
+#endif
+
+#if defined(CSPD_ASAN)
+#include <sanitizer/asan_interface.h>
+// Under ASan a block is poisoned while it is free, so a use of a parked connection's Work is
+// caught as it would be on the heap.
+#define CSPD_POISON(address, size) ASAN_POISON_MEMORY_REGION(address, size)
+#define CSPD_UNPOISON(address, size) ASAN_UNPOISON_MEMORY_REGION(address, size)
+#else
+#define CSPD_POISON(address, size) ((void)(address), (void)(size))
+#define CSPD_UNPOISON(address, size) ((void)(address), (void)(size))
+#endif
+
 namespace cspd {
 
 // A slab starts with this header; its blocks follow. A block finds its slab by rounding its
@@ -18,12 +37,18 @@ struct BlockPool::Slab {
     void* free;              // blocks given back, linked through their first bytes
     std::size_t carved;      // blocks handed out from the rest, whose pages are not touched before
     std::size_t live;        // blocks out
+    std::size_t block_size;  // the pool's, for a slab whose pool is gone
     bool open;
 };
 
 namespace {
 constexpr std::size_t kAlign = alignof(std::max_align_t);
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+void unmap_slab(void* slab) noexcept {
+    CSPD_UNPOISON(slab, BlockPool::kSlabBytes);  // the range may be mapped again for something else
+    ::munmap(slab, BlockPool::kSlabBytes);
+}
 }  // namespace
 
 BlockPool::BlockPool(std::size_t block_size)
@@ -36,7 +61,7 @@ BlockPool::~BlockPool() {
     for (Slab* slab = all_; slab;) {
         Slab* next = slab->all_next;
         if (slab->live == 0) {
-            ::munmap(slab, kSlabBytes);
+            unmap_slab(slab);
         } else {
             slab->pool = nullptr;  // blocks still out (a bug elsewhere): the last release unmaps it
         }
@@ -55,9 +80,11 @@ void* BlockPool::allocate() noexcept {
     void* block;
     if (slab->free) {
         block = slab->free;
+        CSPD_UNPOISON(block, block_size_);
         slab->free = *static_cast<void**>(block);
     } else {
         block = reinterpret_cast<char*>(slab) + round_up(sizeof(Slab), kAlign) + slab->carved * block_size_;
+        CSPD_UNPOISON(block, block_size_);
         ++slab->carved;
     }
     ++slab->live;
@@ -70,12 +97,13 @@ void* BlockPool::allocate() noexcept {
 void BlockPool::release(void* block) noexcept {
     if (!block) return;
     Slab* slab = reinterpret_cast<Slab*>(reinterpret_cast<std::uintptr_t>(block) & ~(kSlabBytes - 1));
+    BlockPool* pool = slab->pool;
     *static_cast<void**>(block) = slab->free;
     slab->free = block;
+    CSPD_POISON(block, slab->block_size);
     --slab->live;
-    BlockPool* pool = slab->pool;
     if (!pool) {
-        if (slab->live == 0) ::munmap(slab, kSlabBytes);
+        if (slab->live == 0) unmap_slab(slab);
         return;
     }
     --pool->out_;
@@ -99,7 +127,9 @@ BlockPool::Slab* BlockPool::map_slab() noexcept {
     if (aligned > start) ::munmap(area, aligned - start);
     const std::uintptr_t end = aligned + kSlabBytes;
     if (end < start + 2 * kSlabBytes) ::munmap(reinterpret_cast<void*>(end), start + 2 * kSlabBytes - end);
-    Slab* slab = new (reinterpret_cast<void*>(aligned)) Slab{this, nullptr, nullptr, nullptr, all_, nullptr, 0, 0, false};
+    Slab* slab = new (reinterpret_cast<void*>(aligned)) Slab{this, nullptr, nullptr, nullptr, all_, nullptr, 0, 0, block_size_, false};
+    const std::size_t header = round_up(sizeof(Slab), kAlign);
+    CSPD_POISON(reinterpret_cast<char*>(aligned) + header, kSlabBytes - header);  // blocks not handed out yet
     if (all_) all_->all_prev = slab;
     all_ = slab;
     ++slabs_;
@@ -111,7 +141,7 @@ void BlockPool::unmap(Slab* slab) noexcept {
     (slab->all_prev ? slab->all_prev->all_next : all_) = slab->all_next;
     if (slab->all_next) slab->all_next->all_prev = slab->all_prev;
     --slabs_;
-    ::munmap(slab, kSlabBytes);
+    unmap_slab(slab);
 }
 
 void BlockPool::link_open(Slab* slab) noexcept {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -133,6 +137,25 @@ TEST(BlockPool, ABlockReleasedAfterItsPoolIsGoneUnmapsItsSlab) {
     BlockPool::release(later);  // the last one out unmaps the slab
     EXPECT_FALSE(mapped(later));
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+// A parked connection's Work used after it went back is caught, as on the heap.
+TEST(BlockPool, AFreeBlockIsPoisonedUnderAddressSanitizer) {
+    BlockPool pool(kBlock);
+    char* block = static_cast<char*>(pool.allocate());
+    char* untouched = static_cast<char*>(pool.allocate());
+    EXPECT_FALSE(__asan_region_is_poisoned(block, kBlock));
+    BlockPool::release(block);
+    EXPECT_TRUE(__asan_address_is_poisoned(block));
+    EXPECT_TRUE(__asan_address_is_poisoned(block + kBlock - 1));
+    EXPECT_FALSE(__asan_region_is_poisoned(untouched, kBlock)) << "a neighbour still out stays usable";
+    char* again = static_cast<char*>(pool.allocate());
+    EXPECT_EQ(again, block);
+    EXPECT_FALSE(__asan_region_is_poisoned(again, kBlock));
+    BlockPool::release(again);
+    BlockPool::release(untouched);
+}
+#endif
 
 TEST(BlockPool, RefusesBlocksLargerThanASlab) {
     EXPECT_THROW(BlockPool(BlockPool::kSlabBytes), std::bad_alloc);
