@@ -80,6 +80,9 @@ std::string StreamOutbox::take() {
     poke_pending_ = false;
     std::string taken;
     taken.swap(bytes_);
+    // Counted as still in the socket until the loop says what the socket took (set_backlog,
+    // which always follows): a writer must not find room in between and overshoot the mark.
+    backlog_ += taken.size();
     return taken;
 }
 

@@ -39,7 +39,7 @@ public:
     /// Appends the end of the body (the last chunk); later writes are refused.
     Result end();
 
-    /// Loop: everything that waits, taken out.
+    /// Loop: everything that waits, taken out. It counts as backlog until set_backlog.
     std::string take();
     /// Loop: the socket still holds `backlog` bytes of the stream. Wakes waiting writers when
     /// there is room; true when a loop writer was told CSP_AGAIN and may write again.
