@@ -6,7 +6,8 @@
 // between requests a connection waits in the loop's level-triggered set (ReadWatch)
 // and holds no buffer. One quiet for a tick (parked) also gives back its Work: the parser
 // and the output queue. A parked connection is about 200 bytes, and the Asio socket is made
-// only for one that ever has to wait through the reactor.
+// only for one that ever has to wait through the reactor. Parking, the tick's timeouts, the
+// drain and lingering: connection_idle.cpp.
 //
 // Answers that come later (a deferred reply, a blocking handler's call): the connection
 // waits for them in request order. Parsing stops after such a request; what follows it is

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 namespace cspd {
@@ -78,8 +79,10 @@ void ReadWatch::let_go(std::shared_ptr<Reader>&& reader) noexcept {
     try {
         retired_.push_back(std::move(reader));
     } catch (const std::bad_alloc&) {
-        // Past the reserve and out of memory: the caller's own reference (see forget) still
-        // holds it through its call, as before readers were called through plain pointers.
+        // Past the reserve and out of memory. The reader may be inside its own call: it is
+        // leaked (its reference is never dropped) rather than freed while in use.
+        alignas(std::shared_ptr<Reader>) unsigned char kept[sizeof(std::shared_ptr<Reader>)];
+        new (kept) std::shared_ptr<Reader>(std::move(reader));
     }
 }
 
