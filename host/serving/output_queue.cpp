@@ -87,8 +87,4 @@ OutputQueue::Written OutputQueue::write_to(int fd) {
     return {Progress::done, written};
 }
 
-void OutputQueue::release_memory() {
-    if (empty()) std::vector<Item>().swap(items_), front_ = 0;
-}
-
 }  // namespace cspd

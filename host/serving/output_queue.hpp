@@ -43,8 +43,6 @@ public:
     void append_file(std::string_view head, StaticFiles::File file);
     /// Writes what it can without blocking.
     Written write_to(int fd);
-    /// Frees what an empty queue still holds, so an idle connection stays small.
-    void release_memory();
 
 private:
     struct Item {
