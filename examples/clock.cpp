@@ -40,9 +40,7 @@ struct Clock : std::enable_shared_from_this<Clock> {
     }
 };
 
-int clock_handler(const csp_request* r, csp_reply* reply) {
-    csp::request req(r);
-    csp::reply out(reply);
+int clock_handler(const csp::request& req, csp::reply& out) {
     if (req.method() != "GET" && req.method() != "HEAD") {
         out.header("Allow", "GET, HEAD");
         return 405;
@@ -51,7 +49,7 @@ int clock_handler(const csp_request* r, csp_reply* reply) {
     out.header("Cache-Control", "no-cache");
     auto clock = std::make_shared<Clock>();
     if (auto n = req.query_arg("n")) std::from_chars(n->data(), n->data() + n->size(), clock->limit);
-    clock->events = csp::stream::start(reply, 200);
+    clock->events = csp::stream::start(out, 200);
     if (!clock->events) return 503;
     clock->events.on_abort([clock](int reason) {
         if (reason == CSP_ABORT_DRAINING) clock->events.event("bye", "the server is stopping");
@@ -63,4 +61,4 @@ int clock_handler(const csp_request* r, csp_reply* reply) {
 
 }  // namespace
 
-CSP_HANDLER(clock_handler)
+CSP_CPP_HANDLER(clock_handler)

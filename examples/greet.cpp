@@ -21,10 +21,8 @@ int init(const csp_init_context* raw_context, void** state) {
 
 void cleanup(void* state) { delete static_cast<settings*>(state); }
 
-int greet(const csp_request* raw_request, csp_reply* raw_reply) {
+int greet(const csp::request& request, csp::reply& reply) {
     using namespace std::chrono_literals;
-    csp::request request(raw_request);
-    csp::reply reply(raw_reply);
     reply.content_type("text/plain; charset=utf-8");
     const std::string& greeting = request.state<settings>()->greeting;
     auto name = request.query_arg("name");
@@ -39,4 +37,4 @@ int greet(const csp_request* raw_request, csp_reply* raw_reply) {
 
 }  // namespace
 
-CSP_HANDLER_WITH_CONTEXT(greet, init, cleanup)
+CSP_CPP_HANDLER_WITH_CONTEXT(greet, init, cleanup)

@@ -160,9 +160,7 @@ int sign(const csp::request& req, csp::reply& rep) {
     return rep.redirect(303, "/csp/guestbook");
 }
 
-int guestbook(const csp_request* r, csp_reply* out) {
-    const csp::request req(r);
-    csp::reply rep(out);
+int guestbook(const csp::request& req, csp::reply& rep) {
     if (req.method() == "GET" || req.method() == "HEAD") return page(req, rep);
     if (req.method() == "POST") return sign(req, rep);
     rep.header("Allow", "GET, HEAD, POST");
@@ -171,4 +169,4 @@ int guestbook(const csp_request* r, csp_reply* out) {
 
 }  // namespace
 
-CSP_HANDLER(guestbook)
+CSP_CPP_HANDLER(guestbook)

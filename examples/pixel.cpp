@@ -6,16 +6,14 @@
 #include <cstdlib>
 #include <string>
 
-static std::uint8_t channel(csp::request& request, const char* name) {
+static std::uint8_t channel(const csp::request& request, const char* name) {
     auto value = request.query_arg(name);
     if (!value) return 0;
     int n = std::atoi(std::string(*value).c_str());
     return static_cast<std::uint8_t>(n < 0 ? 0 : n > 255 ? 255 : n);
 }
 
-static int pixel(const csp_request* raw_request, csp_reply* raw_reply) {
-    csp::request request(raw_request);
-    csp::reply reply(raw_reply);
+static int pixel(const csp::request& request, csp::reply& reply) {
     // BITMAPFILEHEADER (14) + BITMAPINFOHEADER (40) + one 24-bit pixel padded to 4 bytes = 58 bytes.
     std::array<std::uint8_t, 58> bmp{'B', 'M', 58, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0,
                                      40, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 24, 0};
@@ -28,4 +26,4 @@ static int pixel(const csp_request* raw_request, csp_reply* raw_reply) {
     return 200;
 }
 
-CSP_HANDLER(pixel)
+CSP_CPP_HANDLER(pixel)

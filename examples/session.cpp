@@ -3,9 +3,7 @@
 
 #include <string>
 
-static int session(const csp_request* raw_request, csp_reply* raw_reply) {
-    csp::request request(raw_request);
-    csp::reply reply(raw_reply);
+static int session(const csp::request& request, csp::reply& reply) {
     reply.content_type("text/plain; charset=utf-8");
     auto cookie = request.header("Cookie");
     if (cookie && cookie->find("visited=yes") != std::string_view::npos) {
@@ -18,4 +16,4 @@ static int session(const csp_request* raw_request, csp_reply* raw_reply) {
     return 200;
 }
 
-CSP_HANDLER(session)
+CSP_CPP_HANDLER(session)

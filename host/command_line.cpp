@@ -72,12 +72,20 @@ Invocation parse_command_line(int argc, char** argv) {
                    "bodies larger than this, bytes (up to --max-body), are written to a temporary file as they "
                    "arrive and handed to handlers mapped from it (0: all in memory)")
         ->capture_default_str();
+    app.add_option("--min-body-rate", config.min_body_rate,
+                   "a request body must keep arriving at this rate, measured over each --header-timeout, or the "
+                   "client gets 408 and is closed (it would hold its share of the upload folder), bytes/s (0: any)")
+        ->capture_default_str();
     std::string upload_dir;
     app.add_option("--upload-dir", upload_dir, "where those files go (default: TMPDIR, or /tmp)");
+    // Connections time deadlines with 32-bit millisecond stamps: good for 49 days.
+    const CLI::Range kTimeoutRange(0u, 30u * 86400u, "at most 30 days");
     app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(kTimeoutRange);
     app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(kTimeoutRange);
     app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
         ->capture_default_str();
     app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
@@ -96,7 +104,8 @@ Invocation parse_command_line(int argc, char** argv) {
                    "SDK headers for --compile (default: beside the binary, or the source tree)");
     app.add_option("--handler-timeout", config.handler_timeout_s,
                    "watchdog: a handler call running longer aborts its worker, s (0: off)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(kTimeoutRange);
     app.add_option("--quarantine-crashes", config.quarantine_crashes,
                    "quarantine a handler version after this many crashes… (0: never)")
         ->capture_default_str();
@@ -115,9 +124,15 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--blocking-queue", config.blocking_queue,
                    "blocking calls that may wait for a thread; past it they get 503")
         ->capture_default_str();
+    app.add_option("--slow-call-warn", config.slow_call_warn_ms,
+                   "a call of a (non-blocking) handler that holds its event loop longer is logged and counted, "
+                   "ms (0: never)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 3'600'000u));
     app.add_option("--pending-timeout", config.pending_timeout_s,
                    "a deferred reply not finished within this gets 504, s (0: never)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(kTimeoutRange);
     app.add_option("--init-timeout", config.init_timeout_s,
                    "a handler version whose loading, init or cleanup takes longer is refused, s")
         ->capture_default_str()
@@ -132,6 +147,10 @@ Invocation parse_command_line(int argc, char** argv) {
                    "entries of the store all workers share (csp_kv_*); 0: no store")
         ->capture_default_str()
         ->check(CLI::Range(std::size_t(0), std::size_t(1) << 24));
+    app.add_option("--kv-quota", config.kv_quota_percent,
+                   "entries of that store one handler may hold (charged to the last writer), percent of --kv-entries")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 100u));
     app.add_option("--kv-value-max", config.kv_value_max, "largest value in that store, bytes")
         ->capture_default_str()
         ->check(CLI::Range(std::size_t(16), std::size_t(1) << 20));

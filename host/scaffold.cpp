@@ -41,9 +41,7 @@ std::string cpp_skeleton(const std::string& name) {
            name + R"(.so /path/to/handlers/
 #include <csp/csp.hpp>
 
-static int handle(const csp_request* raw_request, csp_reply* raw_reply) {
-    csp::request request(raw_request);
-    csp::reply reply(raw_reply);
+static int handle(const csp::request& request, csp::reply& reply) {
     reply.content_type("text/plain; charset=utf-8");
     if (auto who = request.query_arg("name"))
         reply << "Hello, " << *who << ", from )" +
@@ -54,7 +52,7 @@ static int handle(const csp_request* raw_request, csp_reply* raw_reply) {
     return 200;
 }
 
-CSP_HANDLER(handle)
+CSP_CPP_HANDLER(handle)
 )";
 }
 

@@ -7,6 +7,7 @@
 #include "common/handler_code.hpp"
 #include "common/unique_fd.hpp"
 #include "handler/elf_check.hpp"
+#include "handler/private_folders.hpp"
 
 #include <boost/dll/shared_library.hpp>
 
@@ -131,7 +132,7 @@ std::pair<std::uintptr_t, std::uintptr_t> mapped_range(const std::string& path) 
 
 HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
     : strict_modes_(strict_modes) {
-    std::string pattern = (scratch_parent / ("cspd-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    std::string pattern = private_folder_pattern(scratch_parent, ::getpid());
     if (!::mkdtemp(pattern.data()))
         throw std::system_error(errno, std::system_category(),
                                 "cannot create private handler directory under " + scratch_parent.string());

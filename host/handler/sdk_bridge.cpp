@@ -2,6 +2,7 @@
 
 #include "common/ascii.hpp"
 #include "handler/sdk_toolkit.hpp"
+#include "http/status.hpp"
 #include "http/uri.hpp"
 
 #include <algorithm>
@@ -126,8 +127,8 @@ struct HostApi {
     }
 
     static csp_stream* reply_stream(csp_reply* r, int status) noexcept {
-        // A body must be allowed: 1xx, 204 and 304 have none.
-        if (!r || status < 200 || status > 599 || status == 204 || status == 304) return nullptr;
+        // A body must be allowed: 1xx, 204, 205 and 304 have none.
+        if (!r || status < 200 || status > 599 || forbids_body(HttpStatus(status))) return nullptr;
         HandlerReply& self = reply(r);
         PendingReply* pending = self.pending_;  // a deferred reply (or a blocking call) streams later
         if (!pending) {

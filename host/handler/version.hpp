@@ -64,6 +64,8 @@ public:
     }
 
     HandlerAbi abi() const { return entry_.abi; }
+    /// The 2.minor it was built against (0 for ABI 1): what it knows of the host's answers.
+    unsigned minor() const { return entry_.abi == HandlerAbi::v2 ? entry_.minor : 0; }
     bool blocking() const { return entry_.blocking; }
     bool reads_config() const { return entry_.reads_config; }
     const std::string& name() const { return name_; }

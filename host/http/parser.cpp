@@ -20,6 +20,7 @@ const llhttp_settings_t& HttpParser::settings() {
         s.on_message_begin = &HttpParser::on_message_begin;
         s.on_method = &HttpParser::on_method;
         s.on_url = &HttpParser::on_url;
+        s.on_version = &HttpParser::on_version;
         s.on_header_field = &HttpParser::on_header_field;
         s.on_header_value = &HttpParser::on_header_value;
         s.on_header_value_complete = &HttpParser::on_header_value_complete;
@@ -41,11 +42,13 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     if (status_ != Status::ok) return status_;  // a failed stream stays failed
     sink_ = &sink;
     value_end_ = nullptr;  // pieces from an earlier feed are not adjacent by address
+    feed_base_ = data.data();
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
     sink_ = nullptr;
     consumed_ = data.size();
     if (err == HPE_PAUSED && (status_ == Status::paused || status_ == Status::stopped))
         consumed_ = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data.data());
+    fed_before_ += static_cast<std::uint32_t>(consumed_);
     if (in_message_ && err == HPE_OK) keep_partial_head(data.data() + data.size());
     switch (err) {
     case HPE_OK: return Status::ok;
@@ -82,7 +85,7 @@ void HttpParser::release_memory() {
 }
 
 const char* HttpParser::error_reason() const {
-    if (status_ == Status::spill_failed && spill_error_) return spill_error_->c_str();
+    if ((status_ == Status::spill_failed || status_ == Status::no_room) && spill_error_) return spill_error_->c_str();
     const char* reason = llhttp_get_error_reason(&parser_);
     return reason ? reason : "malformed request";
 }
@@ -135,13 +138,25 @@ int HttpParser::on_method(llhttp_t* p, const char* at, std::size_t length) {
     // The method opens the message: in-place offsets are measured from here.
     if (s.borrowed_ && !s.message_start_) s.message_start_ = at;
     s.head_bytes_ += length;
+    s.method_end_ = s.stream_offset(at + length);
     return 0;
 }
 
 int HttpParser::on_url(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
     if (s.borrowed_ && !s.message_start_) s.message_start_ = at;
+    if (s.last_field_ != Field::url && s.stream_offset(at) != s.method_end_ + 1) return -1;  // "GET  /"
+    s.target_end_ = s.stream_offset(at + length);
     return s.add_to_field(Field::url, s.target_, at, length) ? 0 : -1;
+}
+
+int HttpParser::on_version(llhttp_t* p, const char* at, std::size_t) {
+    // Called with the digits after "HTTP/" (in pieces, if the line is split): the first must come
+    // right after one space and the five letters.
+    HttpParser& s = self(p);
+    if (s.last_field_ == Field::url && s.stream_offset(at) != s.target_end_ + 6) return -1;  // "/x  HTTP/1.1"
+    s.last_field_ = Field::none;
+    return 0;
 }
 
 int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length) {
@@ -194,13 +209,20 @@ int HttpParser::on_headers_complete(llhttp_t* p) {
         s.status_ = Status::bad_version;
         return -1;
     }
+    // llhttp takes any codings before a final chunked: this server decodes none of them, and a
+    // handler must not be handed a body still coded. (Without a final chunked the length is
+    // unknown: llhttp answers that with 400 itself.)
+    if ((p->flags & F_CHUNKED) && (p->flags & F_TRANSFER_ENCODING) && !s.chunked_alone()) {
+        s.status_ = Status::unknown_coding;
+        return -1;
+    }
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_bytes) {
         s.status_ = Status::body_too_large;  // refuse before reading any of it
         return -1;
     }
     // A body known to be large goes to its file from the first byte, never through memory.
     if ((p->flags & F_CONTENT_LENGTH) && s.limits_.memory_body_bytes &&
-        p->content_length > s.limits_.memory_body_bytes && !s.start_spill())
+        p->content_length > s.limits_.memory_body_bytes && !s.start_spill(p->content_length))
         return -1;
     // RFC 9110 §10.1.1: an HTTP/1.1 client waiting to send a body gets a 100 first.
     const bool body_follows = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
@@ -226,12 +248,14 @@ int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
         return -1;
     }
     if (!s.spill_ && s.limits_.memory_body_bytes && so_far + length > s.limits_.memory_body_bytes &&
-        !s.start_spill())
+        !s.start_spill(so_far + length))
         return -1;
     if (s.spill_) {
         std::string why;
         if (!s.spill_->append({at, length}, why)) {
+            const bool no_room = s.spill_->over_share();
             s.spill_failed(std::move(why));
+            if (no_room) s.status_ = Status::no_room;
             return -1;
         }
         return 0;
@@ -240,12 +264,29 @@ int HttpParser::on_body(llhttp_t* p, const char* at, std::size_t length) {
     return 0;
 }
 
-bool HttpParser::start_spill() {
+bool HttpParser::chunked_alone() const {
+    const char* base = borrowed_ ? message_start_ : head_.data();
+    int codings = 0;
+    for (const auto& h : spans_) {
+        const std::string_view name(base + h.name.offset, h.name.size);
+        if (!iequals(name, "transfer-encoding")) continue;
+        const std::string_view value = trim_ows({base + h.value.offset, h.value.size});
+        if (!iequals(value, "chunked") || ++codings > 1) return false;
+    }
+    return codings == 1;
+}
+
+std::size_t HttpParser::body_bytes() const { return spill_ ? spill_->size() : body_.size(); }
+
+bool HttpParser::start_spill(std::size_t expected) {
     const bool own_folder = limits_.spill_folder && !limits_.spill_folder->empty();
     std::string why;
-    spill_ = SpilledBody::create(own_folder ? *limits_.spill_folder : std::filesystem::temp_directory_path(), why);
+    bool no_room = false;
+    spill_ = SpilledBody::create(own_folder ? *limits_.spill_folder : std::filesystem::temp_directory_path(),
+                                 expected, why, no_room);
     if (!spill_ || !spill_->append(body_, why)) {
         spill_failed(std::move(why));
+        if (no_room) status_ = Status::no_room;
         return false;
     }
     std::string().swap(body_);

@@ -60,6 +60,8 @@ public:
         bad_version,     ///< not HTTP/1.x: answer 505 and close
         body_too_large,  ///< answer 413 and close
         spill_failed,    ///< a large body could not be written to its temporary file: answer 503 and close
+        unknown_coding,  ///< a transfer coding other than chunked: answer 501 and close (RFC 9112 §6.1)
+        no_room,         ///< a large body is over its share of the upload folder: answer 507 and close
     };
 
     explicit HttpParser(ParseLimits limits = {});
@@ -83,11 +85,14 @@ public:
     bool mid_request() const { return in_message_; }
     /// True once the current request's head is complete (its body may still be arriving).
     bool in_body() const { return in_message_ && headers_done_; }
+    /// How much of the current request's body has arrived (decoded).
+    std::size_t body_bytes() const;
 
 private:
     static int on_message_begin(llhttp_t*);
     static int on_method(llhttp_t*, const char*, std::size_t);
     static int on_url(llhttp_t*, const char*, std::size_t);
+    static int on_version(llhttp_t*, const char*, std::size_t);
     static int on_header_field(llhttp_t*, const char*, std::size_t);
     static int on_header_value(llhttp_t*, const char*, std::size_t);
     static int on_header_value_complete(llhttp_t*);
@@ -105,14 +110,21 @@ private:
     };
     enum class Field : std::uint8_t { none, url, name, value };
 
+    /// Where `at` (in the current feed) is in the connection's byte stream, modulo 2^32.
+    std::uint32_t stream_offset(const char* at) const {
+        return fed_before_ + static_cast<std::uint32_t>(at - feed_base_);
+    }
+    /// True when only the bytes of each Transfer-Encoding field are "chunked", once.
+    bool chunked_alone() const;
     /// Records `length` bytes at `at` as part of `field`; false past the head limit.
     bool add_to_field(Field field, Span& span, const char* at, std::size_t length);
     /// End of a feed in mid-request: copy what the spans point at out of the caller's buffer.
     void keep_partial_head(const char* input_end);
     /// The request as views, for the sink.
     HttpRequest complete_request();
-    /// Moves the body to a temporary file from here on; false (status set) if it cannot.
-    bool start_spill();
+    /// Moves the body, `expected` bytes at least, to a temporary file from here on; false (status
+    /// set) if it cannot.
+    bool start_spill(std::size_t expected);
     /// The spill failed for `why`: the request fails with spill_failed.
     void spill_failed(std::string why);
 
@@ -132,6 +144,11 @@ private:
     std::size_t head_bytes_ = 0;
     std::size_t consumed_ = 0;
     Span target_;
+    // RFC 9112 §3: one space between the request line's parts. llhttp lets runs of them through,
+    // so where each part ends is kept as a stream offset (the line may come in several feeds).
+    const char* feed_base_ = nullptr;
+    std::uint32_t fed_before_ = 0;  // bytes parsed before feed_base_
+    std::uint32_t method_end_ = 0, target_end_ = 0;
     std::string head_;
     std::string body_;
     std::shared_ptr<SpilledBody> spill_;  // the current request's body, once it is over memory_body_bytes

@@ -54,6 +54,8 @@ void append_head(std::string& out, const ResponseHead& head, std::size_t content
         out.append(head.content_type);
         out.append("\r\nContent-Length: ");
         append_number(out, content_length);
+    } else if (says_empty_length(head.status)) {
+        out.append("\r\nContent-Length: 0");
     }
     if (!head.keep_alive)
         out.append("\r\nConnection: close");

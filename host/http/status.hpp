@@ -19,6 +19,7 @@ enum class HttpStatus : std::uint16_t {
     forbidden = 403,
     not_found = 404,
     method_not_allowed = 405,
+    request_timeout = 408,
     precondition_failed = 412,
     content_too_large = 413,
     uri_too_long = 414,
@@ -28,6 +29,8 @@ enum class HttpStatus : std::uint16_t {
     service_unavailable = 503,
     gateway_timeout = 504,
     http_version_not_supported = 505,
+    not_implemented = 501,
+    insufficient_storage = 507,
 };
 
 constexpr unsigned code(HttpStatus status) noexcept { return static_cast<unsigned>(status); }
@@ -38,12 +41,17 @@ constexpr std::optional<HttpStatus> from_handler(int status) noexcept {
     return static_cast<HttpStatus>(status);
 }
 
-/// RFC 9110 §6.4.1: these never carry content.
+/// RFC 9110 §6.4.1 and §15.3.6: these never carry content.
 constexpr bool forbids_body(HttpStatus status) noexcept {
-    return status == HttpStatus{204} || status == HttpStatus{304} || code(status) < 200;
+    return status == HttpStatus{204} || status == HttpStatus{205} || status == HttpStatus{304} || code(status) < 200;
 }
 
-/// Reason phrase ("OK", "Not Found", ...); "Unknown" for a code without one here.
+/// RFC 9112 §6.3: of those, 205 alone must still say how long its (empty) content is, or a
+/// client would read to the close.
+constexpr bool says_empty_length(HttpStatus status) noexcept { return status == HttpStatus{205}; }
+
+/// Reason phrase ("OK", "Not Found", ...), for every code in IANA's HTTP status code registry
+/// (RFC 9110 §15 and the RFCs it lists); "Unknown" for any other.
 std::string_view reason_phrase(HttpStatus status) noexcept;
 
 }  // namespace cspd

@@ -73,4 +73,41 @@ bool has_hidden_segment(std::string_view path) {
     return false;
 }
 
+namespace {
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_unreserved_or_sub_delim(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos;
+}
+}  // namespace
+
+bool is_valid_host_header(std::string_view value) {
+    std::size_t i = 0;
+    if (!value.empty() && value.front() == '[') {
+        // IP-literal: an IPv6 address or IPvFuture; its own grammar is not checked further, but
+        // nothing outside those characters gets through.
+        const std::size_t close = value.find(']');
+        if (close == std::string_view::npos || close == 1) return false;
+        for (i = 1; i < close; ++i)
+            if (!is_unreserved_or_sub_delim(value[i]) && value[i] != ':') return false;
+        i = close + 1;
+    } else {
+        // reg-name (an IPv4 address is one too)
+        while (i < value.size() && value[i] != ':') {
+            if (value[i] == '%') {
+                if (i + 2 >= value.size() || !is_hex(value[i + 1]) || !is_hex(value[i + 2])) return false;
+                i += 3;
+                continue;
+            }
+            if (!is_unreserved_or_sub_delim(value[i])) return false;
+            ++i;
+        }
+    }
+    if (i == value.size()) return true;
+    if (value[i] != ':' || value.size() - i - 1 > 5) return false;
+    for (++i; i < value.size(); ++i)
+        if (value[i] < '0' || value[i] > '9') return false;
+    return true;
+}
+
 }  // namespace cspd

@@ -20,6 +20,11 @@ std::string_view without_scheme_and_authority(std::string_view target);
 /// (form encoding, for query strings). False on a malformed escape or an encoded NUL.
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
 
+/// RFC 3986 §3.2.2-3.2.3: a Host header's value is `host [ ":" port ]`, host an IP literal in
+/// brackets, an IPv4 address or a reg-name (unreserved, sub-delims, %XX). Empty is valid (a target
+/// without an authority, RFC 9112 §3.2).
+bool is_valid_host_header(std::string_view value);
+
 /// True if any '/'-separated segment is "..", "." or contains a backslash.
 bool has_unsafe_segment(std::string_view decoded_path);
 

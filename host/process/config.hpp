@@ -42,10 +42,13 @@ struct Config {
     std::size_t worker_max_rss_mib = 0;  ///< a worker over this is replaced gracefully; 0 = off
     std::size_t kv_entries = 4096;       ///< the store all workers share (csp_kv_*); 0 = none
     std::size_t kv_value_max = 1024;     ///< bytes per value in it
+    unsigned kv_quota_percent = 50;      ///< entries one handler may hold, percent of kv_entries
     unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
     bool request_id_header = false;      ///< X-Request-Id on every response
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
+    unsigned min_body_rate = 500;        ///< bytes/s a request body must keep up, over each header timeout; 0 = any
+    unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

@@ -2,6 +2,7 @@
 
 #include "common/unique_fd.hpp"
 #include "handler/loader.hpp"
+#include "handler/private_folders.hpp"
 #include "process/crash_reporter.hpp"
 #include "stats/quarantine_list.hpp"
 
@@ -111,6 +112,7 @@ ChildReport run_child(const std::string& name, const std::filesystem::path& imag
     }
     while (::waitpid(pid, &report.status, 0) < 0 && errno == EINTR) {
     }
+    remove_private_folders_of(pid);  // one killed for its deadline could not remove its own
     return report;
 }
 
@@ -181,8 +183,7 @@ int run_vetting_child(int argc, char** argv) {
         [[maybe_unused]] const ssize_t n = ::write(kReportFd, text.data(), text.size());
     };
     try {
-        const char* tmp = std::getenv("TMPDIR");
-        HandlerLoader loader(tmp && *tmp ? tmp : "/tmp", false);  // the file is the caller's private copy
+        HandlerLoader loader(private_folder_parent(), false);  // the file is the caller's private copy
         loader.on_phase([&](HandlerPhase phase, const HandlerLabel&) {
             if (phase != HandlerPhase::none) say(phase == HandlerPhase::init ? "init" : "load");
         });

@@ -1,6 +1,7 @@
 #include "process/master.hpp"
 
 #include "common/clocks.hpp"
+#include "handler/private_folders.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -66,7 +67,7 @@ WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>&
 
 std::optional<SharedStore> make_store(const Config& config) {
     if (!config.kv_entries) return std::nullopt;
-    return SharedStore::create({config.kv_entries, config.kv_value_max});
+    return SharedStore::create({config.kv_entries, config.kv_value_max, config.kv_quota_percent});
 }
 
 class Supervisor {
@@ -87,6 +88,7 @@ public:
 
     int run() {
         unblock_lifecycle_signals();  // the signal_sets exist: from here on signals are handled
+        sweep_private_folders();
         wait_for_signals();
         wait_for_requests();
         wait_for_children();
@@ -97,6 +99,13 @@ public:
     }
 
 private:
+    static void sweep_private_folders() {
+        // Workers of an earlier run that was killed (or crashed) left their folders behind.
+        if (const std::size_t left = remove_orphaned_private_folders())
+            spdlog::info("removed {} private handler folder(s) that stopped processes left under {}", left,
+                         private_folder_parent().string());
+    }
+
     LoopSlot* slots_of(unsigned index, unsigned bank) { return banks_.slots(index, bank); }
     LoopSlot* slots_of(unsigned index) { return slots_of(index, workers_[index].bank); }
 
@@ -163,6 +172,9 @@ private:
             int status = 0;
             const pid_t pid = ::waitpid(-1, &status, WNOHANG);
             if (pid <= 0) break;
+            // Its private handler folder goes with it (a clean exit has removed it already).
+            if (const std::size_t left = remove_private_folders_of(pid))
+                spdlog::debug("removed {} private folder(s) pid {} left behind", left, pid);
             if (succession_.reaped(pid, status)) continue;
             for (unsigned i = 0; i < workers_.size(); ++i)
                 if (workers_[i].pid == pid) on_worker_exit(i, status);

@@ -4,6 +4,7 @@
 #include "common/crash_context.hpp"
 #include "handler/compiler.hpp"
 #include "handler/loader.hpp"
+#include "handler/private_folders.hpp"
 #include "handler/registry.hpp"
 #include "handler/watcher.hpp"
 #include "process/crash_reporter.hpp"
@@ -40,18 +41,14 @@ LoopOptions loop_options(const Config& config) {
     LoopOptions options;
     options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
-                          config.body_memory_bytes, config.upload_dir};
+                          config.body_memory_bytes, config.upload_dir,      config.min_body_rate};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
-                       config.static_max_age_s};
+                       config.static_max_age_s, config.slow_call_warn_ms};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     return options;
 }
 
-std::filesystem::path scratch_parent() {
-    const char* tmp = std::getenv("TMPDIR");
-    return tmp && *tmp ? tmp : "/tmp";
-}
 }  // namespace
 
 Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {}
@@ -69,6 +66,9 @@ int Server::run() {
     if (first_slot + config_.threads > kMaxSlots)
         throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
     if (!role_) {
+        // Alone: no master sweeps up after an earlier run of this process that was killed.
+        if (const std::size_t left = remove_orphaned_private_folders())
+            spdlog::info("removed {} private handler folder(s) that stopped processes left", left);
         stats.slot_count.store(config_.threads);
         for (unsigned t = 0; t < config_.threads; ++t) {
             stats.slots[t].pid.store(::getpid());
@@ -79,7 +79,7 @@ int Server::run() {
     // The store all workers share: the master's, or this process's own when it is alone.
     std::optional<SharedStore> store;
     if (config_.kv_entries) {
-        const StoreLimits limits{config_.kv_entries, config_.kv_value_max};
+        const StoreLimits limits{config_.kv_entries, config_.kv_value_max, config_.kv_quota_percent};
         store.emplace(role_ ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits));
     }
     host_services().store = store ? &*store : nullptr;
@@ -119,7 +119,7 @@ int Server::run() {
     asio::signal_set signals(control, SIGINT, SIGTERM, SIGQUIT);
     asio::signal_set requests(control, SIGHUP, SIGUSR1);
     unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
-    HandlerLoader loader(scratch_parent(), config_.strict_handler_modes);
+    HandlerLoader loader(private_folder_parent(), config_.strict_handler_modes);
     const unsigned workers = std::max(1u, config_.workers);
     loader.set_worker(role_ ? role_->index : 0, workers);
     // Each new version is tried in a short-lived process before this one loads it (unless

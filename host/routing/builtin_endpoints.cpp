@@ -1,5 +1,6 @@
 #include "routing/builtin_endpoints.hpp"
 
+#include "handler/host_services.hpp"
 #include "routing/status_report.hpp"
 
 #include <spdlog/spdlog.h>
@@ -14,7 +15,7 @@ std::optional<HttpStatus> BuiltinEndpoints::try_serve(Exchange& exchange) const 
         if (path == "/-/healthy") return probe(exchange, false);
         if (path == "/-/ready") return probe(exchange, true);
     }
-    if (shared_ && options_.status_endpoints && (!options_.status_port_only || exchange.client.status_port)) {
+    if (shared_ && options_.status_endpoints && (!options_.status_port_only || exchange.client.status_port())) {
         if (path == "/metrics") return report(exchange, true);
         if (path == "/-/status") return report(exchange, false);
     }
@@ -34,7 +35,8 @@ HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
     if (exchange.request.method != "GET" && !exchange.request.head) return exchange.method_not_allowed();
     std::string body;
     try {
-        body = metrics ? render_metrics(*shared_) : render_status(*shared_);
+        const SharedStore* store = host_services().store;
+        body = metrics ? render_metrics(*shared_, store) : render_status(*shared_, !exchange.client.status_port(), store);
     } catch (const std::exception& e) {
         spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
         return exchange.error(HttpStatus::internal_server_error);
@@ -58,6 +60,13 @@ HttpStatus BuiltinEndpoints::busy(Exchange& exchange) const {
     head.extra_headers = "Retry-After: 1\r\n";
     return exchange.send(head, "503 Service Unavailable: every thread of this blocking handler's pool is busy "
                                "and its queue is full\n");
+}
+
+HttpStatus BuiltinEndpoints::full(Exchange& exchange) const {
+    ResponseHead head = exchange.head(HttpStatus::service_unavailable, "text/plain; charset=utf-8");
+    head.extra_headers = "Retry-After: 1\r\n";
+    return exchange.send(head, "503 Service Unavailable: the server holds as many connections as it may "
+                               "(--max-connections)\n");
 }
 
 }  // namespace cspd

@@ -19,6 +19,7 @@ struct BuiltinOptions {
     bool request_id_header = false; ///< every response says X-Request-Id (read by the Router)
     std::size_t reply_cache_bytes = 0;  ///< this loop's share of --cache-size (read by the Router)
     int static_max_age_s = -1;          ///< --static-max-age (read by the Router)
+    unsigned slow_call_warn_ms = 50;    ///< --slow-call-warn (read by the Router's HandlerCall; 0: never)
 };
 
 class BuiltinEndpoints {
@@ -36,6 +37,8 @@ public:
     HttpStatus quarantined(Exchange& exchange) const;
     /// The answer when a blocking handler's threads are all busy and its queue is full.
     HttpStatus busy(Exchange& exchange) const;
+    /// The answer past --max-connections, to a connection let in for probes that asked for more.
+    HttpStatus full(Exchange& exchange) const;
 
 private:
     HttpStatus probe(Exchange& exchange, bool ready_probe) const;

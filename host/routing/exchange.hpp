@@ -9,15 +9,24 @@
 #include "http/response.hpp"
 #include "http/status.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cspd {
 
+/// Which connection budget let a client in: a flood of the public port cannot use up the others.
+enum class Lane : std::uint8_t {
+    public_port,    ///< --port, within --max-connections
+    status_port,    ///< --status-listen, within a small budget of its own
+    probe_reserve,  ///< --port past --max-connections: one request, a probe (/-/healthy, /-/ready) or 503
+};
+
 struct ClientInfo {
     std::string_view address;  ///< "127.0.0.1"
     unsigned short port = 0;
-    bool status_port = false;  ///< came in on --status-listen
+    Lane lane = Lane::public_port;
+    bool status_port() const { return lane == Lane::status_port; }
 };
 
 class LaterAnswers;

@@ -28,7 +28,9 @@ void record_latency(HandlerStats* stats, double ns) {
 /// way out, counts it into the handler's latency histogram.
 class TimedCall {
 public:
-    TimedCall(LoopSlot* slot, HandlerStats* stats) : slot_(slot), stats_(stats) {
+    /// `elapsed_ns` gets the call's time.
+    TimedCall(LoopSlot* slot, HandlerStats* stats, std::uint64_t& elapsed_ns)
+        : slot_(slot), stats_(stats), elapsed_ns_(elapsed_ns) {
         if (!slot_) return;
         slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers) + 1 : 0,
                                      std::memory_order_relaxed);
@@ -42,7 +44,9 @@ public:
         // Signed: a thread moved to a core whose counter lags reads a small negative time, not 2^64.
         const auto elapsed = static_cast<std::int64_t>(CycleClock::now() - started_);
         slot_->handler_started_ns.store(0, std::memory_order_relaxed);
-        record_latency(stats_, elapsed > 0 ? CycleClock::to_ns(std::uint64_t(elapsed)) : 0.0);
+        const double ns = elapsed > 0 ? CycleClock::to_ns(std::uint64_t(elapsed)) : 0.0;
+        elapsed_ns_ = static_cast<std::uint64_t>(ns);
+        record_latency(stats_, ns);
     }
     TimedCall(const TimedCall&) = delete;
     TimedCall& operator=(const TimedCall&) = delete;
@@ -50,6 +54,7 @@ public:
 private:
     LoopSlot* slot_;
     HandlerStats* stats_;
+    std::uint64_t& elapsed_ns_;
     std::uint64_t started_ = 0;
 };
 
@@ -63,6 +68,27 @@ HttpStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, 
 } // namespace
 
 HandlerCall::HandlerCall() : current_(std::make_unique<CallState>()) { hook_.self = this; }
+
+void HandlerCall::held_the_loop(const HandlerVersion& handler, HandlerStats* stats, std::uint64_t elapsed_ns) {
+    if (stats) bump(stats->slow_calls);
+    // Said at most once a second per loop (a slow handler is slow on every call), with a count
+    // of those not said.
+    const std::uint32_t now = coarse_now_ms();
+    if (slow_calls_logged_ && now - last_slow_log_ms_ < 1000) {
+        ++slow_calls_unsaid_;
+        return;
+    }
+    spdlog::warn("handler {}: a call held its event loop {:.0f} ms (--slow-call-warn {} ms), and every other "
+                 "connection of that loop waited{}; a handler that waits on I/O or sleeps should be declared "
+                 "blocking (CSP_BLOCKING_HANDLER) or defer its reply (csp_reply_defer)",
+                 handler.describe(), double(elapsed_ns) / 1e6, slow_call_ns_ / 1'000'000,
+                 slow_calls_unsaid_ ? fmt::format(" ({} more slow calls on this loop since the last warning)",
+                                                  slow_calls_unsaid_)
+                                    : std::string());
+    slow_calls_logged_ = true;
+    slow_calls_unsaid_ = 0;
+    last_slow_log_ms_ = now;
+}
 
 void HandlerCall::attach_stats(LoopSlot& slot) {
     slot_ = &slot;
@@ -101,8 +127,9 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     frame_ = frame;
     call.reply.set_defer_hook(later ? &hook_ : nullptr);
     std::optional<int> returned;
+    std::uint64_t elapsed_ns = 0;
     try {
-        TimedCall timed(slot_, call.stats);
+        TimedCall timed(slot_, call.stats, elapsed_ns);
         RunningHandler marker(handler.label());  // named in the crash report if this call brings the process down
         returned = handler.handle(call.view.raw(), call.view.raw_v1(), call.reply.raw());
     } catch (const std::exception& e) {
@@ -112,6 +139,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
                       exchange.path);
     }
     later_ = nullptr;
+    if (slow_call_ns_ && elapsed_ns > slow_call_ns_) held_the_loop(handler, call.stats, elapsed_ns);
     if (!current_) {
         // The handler deferred: its reply comes through csp_pending_finish, whatever it returned.
         if (returned != CSP_DEFERRED)

@@ -62,6 +62,8 @@ public:
 
     /// From now on calls are timed and counted in `slot`.
     void attach_stats(LoopSlot& slot);
+    /// A call on the loop longer than this is logged and counted (--slow-call-warn; 0: never).
+    void warn_past(std::uint32_t milliseconds) { slow_call_ns_ = std::uint64_t(milliseconds) * 1'000'000; }
 
     /// Calls `handler` for the exchange (`path_info`: the path after /csp/NAME; `query`: raw).
     /// With `later`, a blocking handler runs on the pool and a handler may defer; without, both
@@ -83,6 +85,8 @@ public:
     const CallState* answered() const { return current_.get(); }
 
 private:
+    void held_the_loop(const HandlerVersion& handler, HandlerStats* stats, std::uint64_t elapsed_ns);
+
     struct Hook final : DeferHook {
         HandlerCall* self = nullptr;
         PendingReply* defer() noexcept override;
@@ -95,6 +99,10 @@ private:
     const HandlerTable::Entry* entry_ = nullptr;
     LaterAnswers* later_ = nullptr;
     ResponseFrame frame_;
+    std::uint64_t slow_call_ns_ = 50'000'000;
+    std::uint32_t last_slow_log_ms_ = 0;
+    std::uint32_t slow_calls_unsaid_ = 0;
+    bool slow_calls_logged_ = false;
 };
 
 } // namespace cspd

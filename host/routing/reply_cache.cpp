@@ -41,10 +41,14 @@ ReplyCache::ReplyCache(std::size_t max_bytes)
     : max_bytes_(max_bytes), max_entry_bytes_(std::max<std::size_t>(max_bytes / 8, 1)) {}
 
 template <class ValuesOf>
-const std::string& ReplyCache::key_for(std::string_view path, std::string_view query,
+const std::string& ReplyCache::key_for(std::string_view host, std::string_view path, std::string_view query,
                                        const std::vector<std::string>& vary, ValuesOf values_of) {
-    // NUL between the parts: a decoded path may hold '?', but never NUL (the decoder refuses %00).
-    key_.assign(path);
+    // NUL between the parts: a decoded path may hold '?', but never NUL (the decoder refuses %00),
+    // and a Host holds neither. The Host is always part of the key: a handler may answer each
+    // name differently (and one that echoes it must not hand one client's Host to another).
+    key_.assign(host);
+    key_.push_back('\0');
+    key_.append(path);
     key_.push_back('\0');
     key_.append(query);
     for (const std::string& name : vary) {
@@ -71,7 +75,8 @@ const CachedReply* ReplyCache::find(const HandlerVersion& version, std::string_v
         for (const HttpHeader& h : request.headers)
             if (iequals(h.name, name)) take(h.value);
     };
-    const auto found = handler.entries.find(std::string_view(key_for(path, query, handler.vary, values_of)));
+    const std::string_view host = request.header("host");
+    const auto found = handler.entries.find(std::string_view(key_for(host, path, query, handler.vary, values_of)));
     if (found == handler.entries.end() || found->second.expires_ns <= now_ns) {
         if (found != handler.entries.end()) erase(found->second);
         if (slot_) bump(slot_->cache_misses);
@@ -102,7 +107,7 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
             if (iequals({n.data, n.size}, name)) take(std::string_view(v.data, v.size));
     };
     const std::size_t bytes = sizeof(Entry) + reply.body().size() + reply.extra_headers().size() +
-                              reply.content_type().size() + request.path.size + request.query.size + 64;
+                              reply.content_type().size() + request.path.size + request.query.size + header_of("host").size() + 64;
     if (bytes > max_entry_bytes_) return;
 
     auto [it, fresh] = handlers_.try_emplace(version.name());
@@ -111,8 +116,8 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
     if (!fresh && (handler.sequence != version.sequence() || handler.vary != vary)) clear(handler);
     handler.sequence = version.sequence();
     handler.vary = vary;
-    const std::string& key = key_for({request.path.data, request.path.size}, {request.query.data, request.query.size},
-                                     vary, values_of);
+    const std::string& key = key_for(header_of("host"), {request.path.data, request.path.size},
+                                     {request.query.data, request.query.size}, vary, values_of);
     if (auto old = handler.entries.find(std::string_view(key)); old != handler.entries.end()) erase(old->second);
     while (bytes_ + bytes > max_bytes_ && !lru_.empty()) erase(*lru_.back());
 

@@ -1,5 +1,5 @@
 // The reply cache (SDK csp_reply_cache, G-WAN's cacheadd): a handler's reply kept in memory for N
-// seconds, so later GET and HEAD requests for the same path and query are answered without
+// seconds, so later GET and HEAD requests for the same Host, path and query are answered without
 // calling it. One per event loop (shared nothing; a worker's --cache-size is split between its
 // loops), least recently used entries evicted first.
 //
@@ -86,9 +86,9 @@ private:
         std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries;
     };
 
-    /// The key for a request: path, query, and every value of each `vary` header.
+    /// The key for a request: Host, path, query, and every value of each `vary` header.
     template <class ValuesOf>
-    const std::string& key_for(std::string_view path, std::string_view query, const std::vector<std::string>& vary,
+    const std::string& key_for(std::string_view host, std::string_view path, std::string_view query, const std::vector<std::string>& vary,
                                ValuesOf values_of);
     void erase(Entry& entry);
     void clear(Handler& handler);

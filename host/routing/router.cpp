@@ -28,11 +28,15 @@ bool has_control_bytes(std::string_view target) {
     return false;
 }
 
-bool has_single_host(const HttpRequest& request) {
+/// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host, and a Host must be a valid one
+/// (`required`: HTTP/1.1; an HTTP/1.0 request may have none).
+bool has_good_host(const HttpRequest& request, bool required) {
     int hosts = 0;
     for (const auto& h : request.headers)
-        if (h.name.size() == 4 && iequals(h.name, "host")) ++hosts;
-    return hosts == 1;
+        if (h.name.size() == 4 && iequals(h.name, "host")) {
+            if (++hosts > 1 || !is_valid_host_header(h.value)) return false;
+        }
+    return hosts == 1 || !required;
 }
 }  // namespace
 
@@ -41,6 +45,7 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& 
     : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
       request_id_header_(options.request_id_header), static_options_{options.static_max_age_s},
       static_cache_(www.watcher(), kStaticCacheBytes) {
+    call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
                                                 std::chrono::steady_clock::now().time_since_epoch().count());
@@ -83,8 +88,7 @@ void Router::count_response(HttpStatus status) {
 
 bool Router::check_target(Exchange& exchange, std::string_view& query) {
     const HttpRequest& request = exchange.request;
-    // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host.
-    if (!exchange.http10 && !has_single_host(request)) return false;
+    if (!has_good_host(request, !exchange.http10)) return false;
     // Origin-form ("/path"), or absolute-form ("http://host/path"), which a server must accept
     // (RFC 9112 §3.2.2); asterisk- and authority-form are not for this server.
     const std::string_view origin = without_scheme_and_authority(request.target);
@@ -107,8 +111,11 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     if (!check_target(exchange, query)) return exchange.error(HttpStatus::bad_request);
     const std::string_view path = exchange.path;
     // The status address is for operators: probes, /-/status and /metrics, nothing else.
-    if (exchange.client.status_port && path != "/metrics" && !path.starts_with("/-/"))
+    if (exchange.client.status_port() && path != "/metrics" && !path.starts_with("/-/"))
         return exchange.error(HttpStatus::not_found);
+    // Let in past --max-connections so that probes still reach a flooded server: nothing else.
+    if (exchange.client.lane == Lane::probe_reserve && path != "/-/healthy" && path != "/-/ready")
+        return builtin_.full(exchange);
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;

@@ -18,10 +18,14 @@ namespace {
 HttpStatus redirect_to_slash(Exchange& exchange) {
     // Location is built from the raw target's path so that encoding survives; leading slashes
     // collapse to one, or "//host/" would send the browser to another site.
-    std::string_view raw = split_target(without_scheme_and_authority(exchange.request.target)).path;
+    // The query goes along: /sub?x=1 is /sub/?x=1 (the target holds no control bytes by now).
+    const SplitTarget target = split_target(without_scheme_and_authority(exchange.request.target));
+    std::string_view raw = target.path;
     raw.remove_prefix(std::min(raw.find_first_not_of('/'), raw.size()));
     std::string location = "Location: /";
-    location.append(raw).append("/\r\n");
+    location.append(raw).append("/");
+    if (!target.query.empty()) location.append("?").append(target.query);
+    location.append("\r\n");
     ResponseHead head = exchange.head(HttpStatus::moved_permanently, "text/plain; charset=utf-8");
     head.extra_headers = location;
     return exchange.send(head, "301 Moved Permanently\n");

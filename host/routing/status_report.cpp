@@ -2,6 +2,7 @@
 
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
+#include "store/shared_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,7 @@ struct HandlerSummary {
     bool live = false;
     std::string refusal;
     std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0, refusals = 0,
-                                 crashes = 0;
+                                 crashes = 0, slow_calls = 0;
     bool quarantined = false;
 };
 
@@ -63,6 +64,7 @@ Summary summarize(const SharedStats& stats) {
             h.latency_sum_ns += read(entry.latency_sum_ns);
             h.loads += read(entry.loads);
             h.refusals += read(entry.refusals);
+            h.slow_calls += read(entry.slow_calls);
         }
     }
     for (const CrashCount& crash : stats.crashes) {
@@ -116,10 +118,29 @@ void sample(std::string& out, const std::string& name, const std::string& labels
 
 }  // namespace
 
-std::string render_metrics(const SharedStats& stats) {
+void store_metrics(std::string& out, const SharedStore& store) {
+    family(out, "cspd_kv_entries", "gauge", "Entries in the shared store (csp_kv_*).");
+    sample(out, "cspd_kv_entries", "", double(store.size()));
+    family(out, "cspd_kv_entries_max", "gauge", "Entries the shared store holds at most (--kv-entries).");
+    sample(out, "cspd_kv_entries_max", "", double(store.limits().entries));
+    family(out, "cspd_kv_quota_entries", "gauge", "Entries one handler may hold (--kv-quota).");
+    sample(out, "cspd_kv_quota_entries", "", double(store.limits().quota()));
+    const std::vector<SharedStore::OwnerUse> owners = store.owners();
+    family(out, "cspd_handler_kv_entries", "gauge", "Entries of the shared store charged to this handler.");
+    for (const auto& owner : owners)
+        sample(out, "cspd_handler_kv_entries", "handler=\"" + label(owner.name) + "\"", double(owner.entries));
+    family(out, "cspd_handler_kv_quota_refusals_total", "counter",
+           "Writes to the shared store refused because this handler held its whole quota.");
+    for (const auto& owner : owners)
+        sample(out, "cspd_handler_kv_quota_refusals_total", "handler=\"" + label(owner.name) + "\"",
+               double(owner.refused));
+}
+
+std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
     const Summary sum = summarize(stats);
     std::string out;
     out.reserve(4096 + sum.handlers.size() * 2048);
+    if (store) store_metrics(out, *store);
 
     family(out, "cspd_requests_total", "counter", "Responses sent, by status class (handlers, static files, errors).");
     for (unsigned c = 0; c < 5; ++c)
@@ -188,6 +209,10 @@ std::string render_metrics(const SharedStats& stats) {
            "Handler files refused (each worker process checks its own).");
     for (const auto& [name, h] : sum.handlers)
         sample(out, "cspd_handler_refusals_total", "handler=\"" + label(name) + "\"", double(h.refusals));
+    family(out, "cspd_handler_slow_calls_total", "counter",
+           "Calls of a loop handler that held its event loop longer than --slow-call-warn.");
+    for (const auto& [name, h] : sum.handlers)
+        sample(out, "cspd_handler_slow_calls_total", "handler=\"" + label(name) + "\"", double(h.slow_calls));
     family(out, "cspd_handler_crashes_total", "counter",
            "Worker processes lost to a crash or watchdog in this handler.");
     for (const auto& [name, h] : sum.handlers)
@@ -198,7 +223,40 @@ std::string render_metrics(const SharedStats& stats) {
     return out;
 }
 
-std::string render_status(const SharedStats& stats) {
+std::string without_paths(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const bool word_start = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\'' || text[i - 1] == '"' ||
+                                text[i - 1] == '(' || text[i - 1] == '=';
+        if (text[i] != '/' || !word_start) {
+            out.push_back(text[i++]);
+            continue;
+        }
+        // A path runs to the next space or quote; a ':' after its last '/' ends it too (dlopen's
+        // "FILE: reason").
+        std::size_t end = i;
+        while (end < text.size() && text[end] != ' ' && text[end] != '\'' && text[end] != '"' && text[end] != ')')
+            ++end;
+        std::string_view path = text.substr(i, end - i);
+        const std::size_t last_slash = path.find_last_of('/');
+        if (const std::size_t colon = path.find(':', last_slash); colon != std::string_view::npos) {
+            end = i + colon;
+            path = path.substr(0, colon);
+        }
+        std::string_view name = path.substr(path.find_last_of('/') + 1);
+        if (name.empty()) {  // "/a/b/": the folder's own name
+            const std::string_view trimmed = path.substr(0, path.find_last_not_of('/') + 1);
+            name = trimmed.substr(trimmed.find_last_of('/') + 1);
+        }
+        out.append(name.empty() ? std::string_view("/") : name);
+        i = end;
+    }
+    return out;
+}
+
+std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store) {
     const Summary sum = summarize(stats);
     nlohmann::ordered_json doc;
     doc["started_unix_ms"] = stats.started_unix_ms;
@@ -211,6 +269,14 @@ std::string render_status(const SharedStats& stats) {
                              {"refused", sum.blocking_refused}};
     doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
     doc["worker_restarts"] = read(stats.worker_restarts);
+    if (store) {
+        auto& kv = doc["kv_store"] = {{"entries", store->size()},
+                                      {"entries_max", store->limits().entries},
+                                      {"quota_entries", store->limits().quota()}};
+        auto& by_handler = kv["by_handler"] = nlohmann::ordered_json::object();
+        for (const auto& owner : store->owners())
+            by_handler[owner.name] = {{"entries", owner.entries}, {"quota_refusals", owner.refused}};
+    }
 
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) {
@@ -223,7 +289,7 @@ std::string render_status(const SharedStats& stats) {
                                {"fnv1a64", hex(h.newest.content_hash)},
                                {"loaded_unix_ms", h.newest.loaded_unix_ms}};
         }
-        if (!h.refusal.empty()) item["last_refusal"] = h.refusal;
+        if (!h.refusal.empty()) item["last_refusal"] = for_public ? without_paths(h.refusal) : h.refusal;
         std::uint64_t requests = 0;
         for (auto count : h.requests) requests += count;
         item["requests"] = requests;
@@ -232,6 +298,7 @@ std::string render_status(const SharedStats& stats) {
         item["crashes"] = h.crashes;
         item["loads"] = h.loads;
         item["refusals"] = h.refusals;
+        item["slow_calls"] = h.slow_calls;
         handlers.push_back(std::move(item));
     }
 

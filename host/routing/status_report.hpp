@@ -4,12 +4,21 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace cspd {
 
 struct SharedStats;
+class SharedStore;
 
-std::string render_metrics(const SharedStats& stats);
-std::string render_status(const SharedStats& stats);
+/// `store`: the server's shared store, if it has one (its use by handler is reported too).
+std::string render_metrics(const SharedStats& stats, const SharedStore* store = nullptr);
+/// Who reads it: on the public port (`for_public`) texts name files, never where they are
+/// (refusal reasons carry paths into private folders); the status address gets them whole.
+std::string render_status(const SharedStats& stats, bool for_public = false, const SharedStore* store = nullptr);
+
+/// `text` with every absolute path (a word beginning with '/') cut to its last part:
+/// "dlopen failed: /tmp/cspd-1-x/undef.1.so: undefined" -> "dlopen failed: undef.1.so: undefined".
+std::string without_paths(std::string_view text);
 
 }  // namespace cspd

@@ -1,5 +1,7 @@
 #include "serving/connection.hpp"
 
+#include "common/clocks.hpp"
+
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
 #include "serving/loop_context.hpp"
@@ -27,13 +29,14 @@ constexpr std::size_t kOutputHighWater = 256 * 1024;
 constexpr std::size_t kKeepLoopOutput = 256 * 1024;
 }  // namespace
 
-Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, bool status_port)
+Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, Lane lane)
     : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()) {
     loop_.connections.attach(this);
+    lane_ = lane;
+    ++loop_.open_in_lane[std::size_t(lane_)];
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);
     port_ = peer.port();
-    status_port_ = status_port;
 }
 
 Connection::~Connection() {
@@ -43,11 +46,12 @@ Connection::~Connection() {
     }
     if (!socket_ && fd_ >= 0) ::close(fd_);
     release_buffer();
+    --loop_.open_in_lane[std::size_t(lane_)];
     loop_.connections.detach(this);
 }
 
 void Connection::start() {
-    last_request_ = last_read_ = last_write_ = loop_.now;
+    last_request_ = last_read_ = last_write_ = coarse_now_ms();
     read_now();
 }
 
@@ -96,7 +100,7 @@ void Connection::read_now() {
         close();
         return;
     }
-    last_read_ = loop_.now;
+    last_read_ = coarse_now_ms();
     drained_ = static_cast<std::size_t>(n) < BufferPool::kBufferSize;
     process({buffer_, static_cast<std::size_t>(n)});
 }
@@ -133,7 +137,7 @@ void Connection::process(std::string_view input) {
     } else if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
         on_parse_failure(status);
     }
-    if (work_->parser.mid_request() && !was_mid_request) request_started_ = loop_.now;
+    if (work_->parser.mid_request() && !was_mid_request) request_started_ = coarse_now_ms();
     send_output();
 }
 
@@ -153,9 +157,11 @@ std::size_t Connection::pending_output() const {
 
 SinkAction Connection::on_request(const HttpRequest& request) {
     // Only whole requests count as activity: stray bytes (bare CRLFs) must not keep a connection open.
-    last_request_ = loop_.now;
-    const RequestContext context{ClientInfo{address_, port_, status_port_}, request.keep_alive && !loop_.draining,
-                                 this};
+    last_request_ = coarse_now_ms();
+    work_->body_window_open = false;  // the next body is timed afresh
+    // A connection let in past --max-connections for a probe serves that one request.
+    const bool keep_alive = request.keep_alive && !loop_.draining && lane_ != Lane::probe_reserve;
+    const RequestContext context{ClientInfo{address_, port_, lane_}, keep_alive, this};
     std::string& out = loop_.output;
     // A crash sends this client what is built for it and a 500 -- only when nothing older is still
     // queued (unsent leftovers, a file being streamed), which the 500 would overtake.
@@ -166,7 +172,7 @@ SinkAction Connection::on_request(const HttpRequest& request) {
     Routed routed = loop_.router.respond(request, context, out);
     if (routed.later) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
-        waiting_since_ = loop_.now;
+        waiting_since_ = coarse_now_ms();
         close_after_answer_ = !context.keep_alive;
         return close_after_answer_ ? SinkAction::stop : SinkAction::pause;
     }
@@ -191,6 +197,11 @@ void Connection::on_parse_failure(HttpParser::Status status) {
     case HttpParser::Status::uri_too_long: code = HttpStatus::uri_too_long; break;
     case HttpParser::Status::bad_version: code = HttpStatus::http_version_not_supported; break;
     case HttpParser::Status::body_too_large: code = HttpStatus::content_too_large; break;
+    case HttpParser::Status::unknown_coding: code = HttpStatus::not_implemented; break;
+    case HttpParser::Status::no_room:
+        code = HttpStatus::insufficient_storage;
+        spdlog::warn("client {}:{}: {}; answered 507", address_, port_, work_->parser.error_reason());
+        break;
     case HttpParser::Status::spill_failed:
         code = HttpStatus::service_unavailable;
         spdlog::error("client {}:{}: {}; answered 503", address_, port_, work_->parser.error_reason());
@@ -207,7 +218,7 @@ void Connection::on_parse_failure(HttpParser::Status status) {
 }
 
 bool Connection::after_write(OutputQueue::Written written) {
-    if (written.bytes > 0) last_write_ = loop_.now;
+    if (written.bytes > 0) last_write_ = coarse_now_ms();
     switch (written.progress) {
     case OutputQueue::Progress::done: return true;
     case OutputQueue::Progress::would_block: wait_writable(); return false;

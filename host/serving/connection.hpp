@@ -47,8 +47,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
     /// when it first has to wait: a request that is already there is answered without that.
-    /// `status_port`: accepted on --status-listen, where /-/status and /metrics are served.
-    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port = false);
+    /// `lane`: the budget that let it in (the loop counts each; see LoopContext::open_in_lane).
+    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane = Lane::public_port);
     ~Connection();
 
     void start();
@@ -56,7 +56,7 @@ public:
     static std::size_t work_bytes();
     /// Loop is draining: close now if idle, else after the response in progress.
     void on_drain();
-    /// Once a second: enforce timeouts, park idle connections.
+    /// Once a second, with coarse_now_ms(): enforce timeouts, park idle connections.
     void on_tick(std::uint32_t now);
     /// Closes the socket; pending operations complete with operation_aborted. An answer still
     /// owed is dropped (its handler is told the client went away).
@@ -89,6 +89,8 @@ private:
     std::shared_ptr<PendingWaiter> as_waiter();
     /// The stream ended: its last bytes go, then what was read behind it.
     void stream_ended(PendingCall& pending, std::optional<int> returned);
+    /// A HEAD request's stream sent its head: the exchange ends, its handler is told no body is read.
+    void end_after_head(PendingCall& pending);
     /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
     /// (CSP_ABORT_*), and the connection closes.
     void cut_stream(const char* why, int reason);
@@ -109,6 +111,10 @@ private:
     void on_readable() override;
     bool ensure_registered();
     void park();
+    /// True when the body in progress came slower than --min-body-rate over the last window.
+    bool body_too_slow(std::uint32_t now);
+    /// 408, then close: the client sends its body too slowly to keep its place.
+    void refuse_slow_body();
     void process(std::string_view input);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
@@ -139,6 +145,10 @@ private:
         std::string pending_input;            // bytes read but not parsed yet (after a pause)
         std::unique_ptr<std::string> replay;  // pending_input being parsed: requests may point into it
         OutputQueue queued;                   // what the socket has not taken yet (usually nothing)
+        // The request body's rate (--min-body-rate): what had come when the current window began.
+        std::uint32_t body_window_ms = 0;
+        std::size_t body_window_bytes = 0;
+        bool body_window_open = false;
     };
     struct ReleaseWork {
         void operator()(Work* work) const noexcept;
@@ -161,7 +171,7 @@ private:
     // The last recv, in this loop pass, took less than a buffer: the socket had nothing more, so
     // with edge-triggered epoll any later bytes bring a new event (resume() waits for it).
     bool drained_ = false;
-    // Loop-tick timestamps (seconds) for the timeouts in on_tick.
+    // coarse_now_ms() timestamps for the timeouts in on_tick.
     std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
     std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
     std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
@@ -169,7 +179,7 @@ private:
     std::uint32_t waiting_since_ = 0;    // when the answer began to be owed
     char address_[46] = {};              // INET6_ADDRSTRLEN
     unsigned short port_ = 0;
-    bool status_port_ = false;
+    Lane lane_ = Lane::public_port;
 };
 
 template <class Visit>

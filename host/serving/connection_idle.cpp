@@ -3,6 +3,9 @@
 // loop's tick enforces, the drain, and lingering after a final response.
 #include "serving/connection.hpp"
 
+#include "common/clocks.hpp"
+
+#include "http/response.hpp"
 #include "serving/block_pool.hpp"
 #include "serving/loop_context.hpp"
 
@@ -77,7 +80,7 @@ void Connection::linger() {
         return;
     }
     state_ = State::lingering;
-    last_write_ = loop_.now;
+    last_write_ = coarse_now_ms();
     socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
         if (!ec2) self->on_linger_readable();
     });
@@ -105,37 +108,70 @@ void Connection::on_drain() {
     if (idle() && (::ioctl(fd_, FIONREAD, &unread) != 0 || unread == 0)) close();
 }
 
+bool Connection::body_too_slow(std::uint32_t now) {
+    Work& work = *work_;
+    const std::size_t bytes = work.parser.body_bytes();
+    if (!work.body_window_open) {
+        work.body_window_open = true;
+        work.body_window_ms = now;
+        work.body_window_bytes = bytes;
+        return false;
+    }
+    if (!coarse_passed(now, work.body_window_ms, loop_.limits.header_timeout_s)) return false;
+    const double seconds = double(now - work.body_window_ms) / 1000;
+    const bool slow = double(bytes - work.body_window_bytes) < double(loop_.limits.min_body_rate) * seconds;
+    work.body_window_ms = now;
+    work.body_window_bytes = bytes;
+    return slow;
+}
+
+void Connection::refuse_slow_body() {
+    spdlog::info("client {}:{}: request body arriving slower than --min-body-rate {} B/s; answered 408", address_,
+                 port_, loop_.limits.min_body_rate);
+    append_error(loop_.output, HttpStatus::request_timeout, loop_.date.now(), false, false);
+    closing_ = true;
+    send_output();
+}
+
 void Connection::on_tick(std::uint32_t now) {
+    // Every timestamp is a coarse_now_ms() reading: a timeout never fires early, and at most a
+    // tick late.
     const ConnectionLimits& config = loop_.limits;
+    const auto passed = [now](std::uint32_t since, unsigned seconds) { return coarse_passed(now, since, seconds); };
+    if (lane_ == Lane::probe_reserve && state_ != State::writing && passed(last_request_, 1)) {
+        close();  // let in past --max-connections for one quick probe, not to stay
+        return;
+    }
     switch (state_) {
     case State::reading:
     case State::parked:
         if (work_ && work_->parser.in_body()) {
-            if (now - last_read_ >= config.header_timeout_s) close();  // the body stalled
+            if (passed(last_read_, config.header_timeout_s)) close();  // the body stalled
+            else if (config.min_body_rate && body_too_slow(now)) refuse_slow_body();
         } else if (mid_request()) {
-            if (now - request_started_ >= config.header_timeout_s) close();  // slow headers
-        } else if (now - std::max(last_request_, last_write_) >= config.keepalive_timeout_s) {
+            if (passed(request_started_, config.header_timeout_s)) close();  // slow headers
+        } else if (passed(coarse_later(last_request_, last_write_), config.keepalive_timeout_s)) {
             // Idle since the last request or the end of its response, whichever came later.
             close();
-        } else if (state_ == State::reading && now - last_read_ >= 2) {
-            park();  // quiet for a whole second
+        } else if (state_ == State::reading && passed(last_read_, 1)) {
+            park();  // quiet for a second
         }
         break;
     case State::writing:
-        if (now - last_write_ >= kWriteTimeoutS) close();
+        if (passed(last_write_, kWriteTimeoutS)) close();
         break;
     case State::lingering:
-        if (now - last_write_ >= kLingerS) close();
+        if (passed(last_write_, kLingerS)) close();
         break;
     case State::waiting:
         if (waiting_->streaming()) {
             // The head is out: no 504 any more. A stream that says nothing for so long is cut.
-            if (config.pending_timeout_s > 0 && now - std::max(last_write_, waiting_since_) >= config.pending_timeout_s)
+            if (config.pending_timeout_s > 0 && passed(coarse_later(last_write_, waiting_since_), config.pending_timeout_s))
                 cut_stream("stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
         } else if (waiting_->blocking()) {
-            if (config.handler_timeout_s > 0 && now - waiting_since_ >= config.handler_timeout_s)
+            if (config.handler_timeout_s > 0 && passed(waiting_since_, config.handler_timeout_s))
                 give_up_waiting("blocking call ran longer than --handler-timeout");
-        } else if (config.pending_timeout_s > 0 && now - waiting_since_ >= config.pending_timeout_s) {
+        } else if (config.pending_timeout_s > 0 && passed(waiting_since_, config.pending_timeout_s)) {
             give_up_waiting("deferred reply not finished within --pending-timeout");
         }
         break;

@@ -4,6 +4,8 @@
 // and sends the answer, in request order, when it comes.
 #include "serving/connection.hpp"
 
+#include "common/clocks.hpp"
+
 #include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/pending_call.hpp"
@@ -89,7 +91,7 @@ void Connection::answered(PendingCall& pending, std::optional<int> returned) {
         // Bytes the client sent behind it would be answered with a reset: drain them first.
         if (!work_->pending_input.empty()) linger_on_close_ = true;
     }
-    last_request_ = loop_.now;
+    last_request_ = coarse_now_ms();
     if (state_ == State::writing) {
         // Earlier answers still wait for the socket: this one queues behind them, and the write
         // that is waiting goes on from there (resuming once, when everything is out).
@@ -126,7 +128,7 @@ void Connection::on_readable_while_waiting() {
         const ssize_t n = ::recv(fd_, chunk, room, MSG_DONTWAIT);
         if (n > 0) {
             work_->pending_input.append(chunk, static_cast<std::size_t>(n));
-            last_read_ = loop_.now;
+            last_read_ = coarse_now_ms();
             continue;
         }
         if (n < 0 && errno == EINTR) continue;

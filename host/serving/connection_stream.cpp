@@ -4,6 +4,8 @@
 // the connection goes on with what was pipelined behind it, as after any answer.
 #include "serving/connection.hpp"
 
+#include "common/clocks.hpp"
+
 #include "serving/loop_context.hpp"
 #include "stats/shared_stats.hpp"
 
@@ -19,7 +21,27 @@ void Connection::stream_output(PendingCall& pending) {
     }
     std::string bytes = pending.stream().take();
     if (bytes.empty()) return;
+    // A HEAD request's stream is its head: the exchange is over once that is out, whatever the
+    // handler goes on writing, and the connection goes on with what was pipelined behind it.
+    if (pending.frame().head_only) end_after_head(pending);
     send_or_queue(std::move(bytes));
+}
+
+void Connection::end_after_head(PendingCall& pending) {
+    const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
+    const int status = pending.stream_status();
+    if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
+    CallState& call = pending.call();
+    if (call.stats) bump(call.stats->requests[status_class(status)]);
+    // Its writes now fail; a handler of 2.3 or later also hears why.
+    const bool knows_no_body = call.version && call.version->minor() >= 3;
+    waiting_->drop(knows_no_body ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
+    owe_nothing();
+    last_request_ = coarse_now_ms();
+    if (frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
+        closing_ = true;
+        if (!work_->pending_input.empty()) linger_on_close_ = true;
+    }
 }
 
 void Connection::stream_ended(PendingCall& pending, std::optional<int> returned) {
@@ -31,7 +53,7 @@ void Connection::stream_ended(PendingCall& pending, std::optional<int> returned)
     CallState& call = pending.call();
     if (call.stats) bump(call.stats->requests[status_class(status)]);
     owe_nothing();
-    last_request_ = loop_.now;
+    last_request_ = coarse_now_ms();
     // HTTP/1.0 bodies end with the close; a stream cut short ends without its last chunk, and
     // the client learns it is incomplete from the close.
     if (!clean || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {

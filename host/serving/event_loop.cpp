@@ -1,5 +1,6 @@
 #include "serving/event_loop.hpp"
 
+#include "common/clocks.hpp"
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
 #include "serving/connection.hpp"
@@ -18,6 +19,15 @@ namespace cspd {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
+
+namespace {
+// The status address (--status-listen) is the operator's: it keeps this many connections of its
+// own, whatever the public port holds.
+constexpr std::size_t kStatusConnections = 32;
+// Past --max-connections the public port still lets this many in, for one probe each
+// (/-/healthy, /-/ready; anything else gets 503), closed within a second.
+constexpr std::size_t kProbeReserve = 8;
+}  // namespace
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
@@ -117,14 +127,28 @@ void EventLoop::begin_drain(std::chrono::seconds deadline) {
 
 void EventLoop::stop() { io_.stop(); }
 
+std::optional<Lane> EventLoop::lane_for(bool status_port) const {
+    const auto open = [this](Lane lane) { return context_.open_in_lane[std::size_t(lane)]; };
+    if (status_port) {
+        if (open(Lane::status_port) < kStatusConnections) return Lane::status_port;
+    } else if (open(Lane::public_port) < connection_limit_) {
+        return Lane::public_port;
+    } else if (open(Lane::probe_reserve) < kProbeReserve) {
+        return Lane::probe_reserve;
+    }
+    return std::nullopt;
+}
+
 void EventLoop::admit(int fd, const tcp::endpoint& peer, bool status_port) {
-    if (connections_.size() >= connection_limit_) {
+    const std::optional<Lane> lane = lane_for(status_port);
+    if (!lane) {
         refuse_overload(fd);
         return;
     }
+    if (*lane == Lane::probe_reserve) say_overloaded();  // answered 503 unless it is a probe
     std::shared_ptr<Connection> connection;
     try {
-        connection = std::make_shared<Connection>(context_, fd, peer, status_port);
+        connection = std::make_shared<Connection>(context_, fd, peer, *lane);
     } catch (const std::bad_alloc&) {
         // Runs in a completion handler: nothing may leave it, or the loop (and the worker) ends.
         spdlog::error("loop {}: out of memory for a new connection; closing it", index_);
@@ -140,10 +164,16 @@ void EventLoop::refuse_overload(int fd) {
     append_error(answer, HttpStatus::service_unavailable, date_.now(), false, false);
     ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
-    if (last_overload_log_ != context_.now) {  // at most once a second
-        last_overload_log_ = context_.now;
-        spdlog::warn("loop {}: {} connections open, the most allowed; refusing new ones with 503", index_,
-                     connections_.size());
+    say_overloaded();
+}
+
+void EventLoop::say_overloaded() {
+    const std::uint32_t second = coarse_now_ms() / 1000;
+    if (last_overload_log_ != second) {  // at most once a second
+        last_overload_log_ = second;
+        spdlog::warn("loop {}: {} connections open, the most allowed; refusing new ones with 503 (probes still "
+                     "answered)",
+                     index_, context_.open_in_lane[std::size_t(Lane::public_port)]);
     }
 }
 
@@ -151,7 +181,7 @@ void EventLoop::tick() {
     tick_timer_.expires_after(1s);
     tick_timer_.async_wait([this](boost::system::error_code ec) {
         if (ec) return;
-        const std::uint32_t now = ++context_.now;
+        const std::uint32_t now = coarse_now_ms();
         connections_.for_each([now](Connection& c) { c.on_tick(now); });
         // Once draining, the tick is the only work left besides connections: let run() return.
         if (context_.draining && connections_.empty()) {

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace cspd {
 
@@ -70,6 +71,10 @@ public:
 private:
     /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
     void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port);
+    /// The budget a new connection falls in, or nullopt: refused.
+    std::optional<Lane> lane_for(bool status_port) const;
+    /// At most once a second: the public port is full.
+    void say_overloaded();
     void refuse_overload(int fd);
     void tick();
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "http/date_cache.hpp"
+#include "routing/exchange.hpp"
 #include "routing/router.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/connection_list.hpp"
@@ -11,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -29,6 +31,8 @@ struct ConnectionLimits {
     unsigned pending_timeout_s = 60;  ///< a deferred reply past it: its client gets 504 (0: never)
     std::size_t memory_body_bytes = 1024 * 1024;  ///< larger bodies go to a temporary file (0: never)
     std::filesystem::path upload_dir;             ///< where (empty: the system's temporary folder)
+    /// A body must keep coming at this rate, bytes/s, measured over each --header-timeout (0: any).
+    unsigned min_body_rate = 500;
 };
 
 class BlockPool;
@@ -52,8 +56,8 @@ struct LoopContext {
     std::string output{};
     bool draining = false;
     bool ending = false;  ///< the loop is being destroyed
-    /// Seconds since the loop started, advanced by the once-a-second tick.
-    std::uint32_t now = 0;
+    /// Open connections by the Lane that let them in.
+    std::array<std::size_t, 3> open_in_lane{};
 };
 
 }  // namespace cspd

@@ -58,6 +58,7 @@ struct HandlerStats {
     Counter latency[kLatencyBuckets];  // handler time, by kLatencyBounds
     Counter latency_sum_ns;
     Counter loads, refusals;  // bumped by one loop per process
+    Counter slow_calls;       // loop calls that held their event loop past --slow-call-warn
 };
 
 /// One event loop: its process, its counters, what it is running right now.

@@ -20,7 +20,10 @@
 namespace cspd {
 namespace {
 constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
-constexpr std::uint32_t kLayout = 2;
+constexpr std::uint32_t kLayout = 3;
+// owners[0] is no one (writes without an owner are not limited); the last account is shared by
+// every writer past the others.
+constexpr std::uint32_t kSharedAccount = SharedStore::kMaxOwners - 1;
 
 std::uint64_t hash_key(std::string_view key) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
@@ -37,7 +40,13 @@ struct SharedStore::Header {
     std::uint64_t entries, value_max, table_size, slot_bytes;
     std::uint64_t used;
     std::int64_t last_sweep_ms;  // a full store sweeps for expired entries at most once a second
+    std::uint64_t quota;         // entries one owner may hold
     pthread_mutex_t mutex;
+    struct Owner {
+        char name[SharedStore::kOwnerNameMax + 1];
+        std::uint64_t entries;
+        std::uint64_t refused;  // writes refused for the quota
+    } owners[SharedStore::kMaxOwners];  // by hash of the name, linear probing; never freed
 };
 
 struct SharedStore::Slot {
@@ -48,6 +57,8 @@ struct SharedStore::Slot {
     std::uint64_t value_size;
     std::uint64_t hash;
     std::int64_t expires_ms;  // CLOCK_MONOTONIC, the same in every process; 0: never
+    std::uint32_t owner;      // Header::owners index of the writer charged for it
+    std::uint32_t reserved;
     char key[kKeyMax];
     char* value() { return reinterpret_cast<char*>(this + 1); }
     std::string_view key_view() const { return {key, key_size}; }
@@ -77,7 +88,7 @@ private:
 
 namespace {
 std::size_t slot_bytes_for(const StoreLimits& limits) {
-    const std::size_t head = sizeof(std::uint32_t) * 2 + sizeof(std::uint64_t) * 3 + SharedStore::kKeyMax;
+    const std::size_t head = sizeof(std::uint32_t) * 4 + sizeof(std::uint64_t) * 3 + SharedStore::kKeyMax;
     return (head + limits.value_max + 7) & ~std::size_t(7);
 }
 std::size_t table_size_for(const StoreLimits& limits) { return std::bit_ceil(std::max<std::size_t>(2 * limits.entries, 2)); }
@@ -112,6 +123,8 @@ SharedStore SharedStore::create(const StoreLimits& limits) {
     header->slot_bytes = slot_bytes_for(limits);
     header->used = 0;
     header->last_sweep_ms = 0;
+    header->quota = limits.quota();
+    std::memset(header->owners, 0, sizeof header->owners);
     pthread_mutexattr_t attributes;
     pthread_mutexattr_init(&attributes);
     pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
@@ -133,7 +146,7 @@ SharedStore SharedStore::attach(int fd, const StoreLimits& limits) {
     void* memory = map_store(fd, bytes);
     const auto* header = static_cast<const Header*>(memory);
     if (header->magic != kMagic || header->layout != kLayout || header->entries != limits.entries ||
-        header->value_max != limits.value_max) {
+        header->value_max != limits.value_max || header->quota != limits.quota()) {
         ::munmap(memory, bytes);
         throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
     }
@@ -152,6 +165,7 @@ SharedStore::~SharedStore() {
 }
 
 SharedStore::Slot& SharedStore::slot(std::size_t index) const {
+    static_assert(offsetof(Slot, key) == sizeof(std::uint32_t) * 4 + sizeof(std::uint64_t) * 3, "slot_bytes_for");
     const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
     return *reinterpret_cast<Slot*>(static_cast<char*>(memory_) + header_bytes + index * header_->slot_bytes);
 }
@@ -174,7 +188,47 @@ std::size_t SharedStore::find(std::string_view key, std::uint64_t hash, bool& fo
 
 bool SharedStore::expired(const Slot& s, std::int64_t now) const { return s.expires_ms != 0 && s.expires_ms <= now; }
 
+std::uint32_t SharedStore::owner_index(std::string_view owner) {
+    if (owner.empty()) return 0;
+    owner = owner.substr(0, kOwnerNameMax);
+    const std::uint32_t accounts = kSharedAccount - 1;  // 1 .. kSharedAccount - 1
+    const std::uint32_t home = static_cast<std::uint32_t>(hash_key(owner) % accounts);
+    for (std::uint32_t probe = 0; probe < accounts; ++probe) {
+        const std::uint32_t i = 1 + (home + probe) % accounts;
+        Header::Owner& account = header_->owners[i];
+        if (!account.name[0]) {
+            std::memcpy(account.name, owner.data(), owner.size());
+            account.name[owner.size()] = '\0';
+            return i;
+        }
+        if (owner == account.name) return i;
+    }
+    Header::Owner& shared = header_->owners[kSharedAccount];
+    if (!shared.name[0]) std::strcpy(shared.name, "(others)");
+    return kSharedAccount;
+}
+
+bool SharedStore::within_quota(std::uint32_t owner) const {
+    return owner == 0 || header_->owners[owner].entries < header_->quota;
+}
+
+void SharedStore::charge(std::uint32_t owner, std::int64_t entries) {
+    if (owner == 0 || owner >= kMaxOwners) return;
+    std::uint64_t& held = header_->owners[owner].entries;
+    held = entries < 0 && held < std::uint64_t(-entries) ? 0 : held + std::uint64_t(entries);
+}
+
+std::vector<SharedStore::OwnerUse> SharedStore::owners() const {
+    std::vector<OwnerUse> use;
+    if (!header_) return use;
+    Lock lock(const_cast<SharedStore&>(*this));
+    for (const Header::Owner& account : header_->owners)
+        if (account.name[0]) use.push_back({account.name, std::size_t(account.entries), account.refused});
+    return use;
+}
+
 void SharedStore::erase(std::size_t hole) {
+    charge(slot(hole).owner, -1);
     // Backward shift: later entries of the run move up into the hole if their home allows it.
     const std::size_t mask = header_->table_size - 1;
     for (std::size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
@@ -218,6 +272,7 @@ std::size_t SharedStore::reclaim_expired(std::int64_t now) {
 void SharedStore::clear_all() {
     for (std::size_t i = 0; i < header_->table_size; ++i) slot(i).used = 0;
     header_->used = 0;
+    for (Header::Owner& account : header_->owners) account.entries = 0;
 }
 
 void SharedStore::repair() {
@@ -226,13 +281,15 @@ void SharedStore::repair() {
     struct Entry {
         std::string key, value;
         std::int64_t expires_ms;
+        std::uint32_t owner;
     };
     std::vector<Entry> entries;
     for (std::size_t i = 0; i < header_->table_size; ++i) {
         Slot& s = slot(i);
         if (s.used != 1) continue;  // free, or caught mid-rewrite
         if (s.key_size == 0 || s.key_size > kKeyMax || s.value_size > header_->value_max) continue;
-        entries.push_back({std::string(s.key_view()), std::string(s.value(), s.value_size), s.expires_ms});
+        entries.push_back({std::string(s.key_view()), std::string(s.value(), s.value_size), s.expires_ms,
+                           s.owner < kMaxOwners ? s.owner : 0});
     }
     clear_all();
     for (const Entry& e : entries) {
@@ -240,12 +297,12 @@ void SharedStore::repair() {
         const std::uint64_t hash = hash_key(e.key);
         bool found = false;
         const std::size_t index = find(e.key, hash, found);
-        if (!found) store(index, false, e.key, hash, e.value, e.expires_ms);
+        if (!found) store(index, false, e.key, hash, e.value, e.expires_ms, e.owner);
     }
 }
 
 SharedStore::Result SharedStore::store(std::size_t index, bool found, std::string_view key, std::uint64_t hash,
-                                       std::string_view value, std::int64_t expires_ms) {
+                                       std::string_view value, std::int64_t expires_ms, std::uint32_t owner) {
     Slot& s = slot(index);
     // Marked while written: a death mid-copy must not leave a whole-looking entry with torn bytes.
     __atomic_store_n(&s.used, found ? 2u : 0u, __ATOMIC_RELEASE);
@@ -254,7 +311,11 @@ SharedStore::Result SharedStore::store(std::size_t index, bool found, std::strin
         s.key_size = static_cast<std::uint32_t>(key.size());
         std::memcpy(s.key, key.data(), key.size());
         ++header_->used;
+    } else {
+        charge(s.owner, -1);
     }
+    charge(owner, 1);
+    s.owner = owner;
     s.value_size = value.size();
     std::memcpy(s.value(), value.data(), value.size());
     s.expires_ms = expires_ms;
@@ -300,20 +361,38 @@ SharedStore::Result SharedStore::get(std::string_view key, void* out, std::size_
     return Result::ok;
 }
 
-SharedStore::Result SharedStore::put(std::string_view key, std::string_view value, unsigned ttl_seconds) {
+SharedStore::Result SharedStore::put(std::string_view key, std::string_view value, unsigned ttl_seconds,
+                                     std::string_view owner) {
     if (!staged.stage_key(key) || value.size() > header_->value_max) return Result::too_big;
     staged.value.assign(value);
     const std::uint64_t hash = hash_key(staged.key_view());
     const std::int64_t now = now_ms();
     const std::int64_t expires = ttl_seconds ? now + std::int64_t(ttl_seconds) * 1000 : 0;
     Lock lock(*this);
+    const std::uint32_t account = owner_index(owner);
     bool found = false;
     std::size_t index = find(staged.key_view(), hash, found);
-    if (!found && header_->used >= header_->entries) {
-        if (reclaim_expired(now) == 0) return Result::full;
+    if (const Result room = make_room(index, found, hash, account, now); room != Result::ok) return room;
+    return store(index, found, staged.key_view(), hash, staged.value, expires, account);
+}
+
+SharedStore::Result SharedStore::make_room(std::size_t& index, bool& found, std::uint64_t hash, std::uint32_t account,
+                                           std::int64_t now) {
+    // A new entry needs a free one, and an entry newly charged to `account` needs room in its quota;
+    // expired entries are reclaimed for either, at most once a second.
+    const auto new_charge = [&] { return !found || slot(index).owner != account; };
+    const auto blocked = [&] {
+        if (!found && header_->used >= header_->entries) return Result::full;
+        if (new_charge() && !within_quota(account)) return Result::over_quota;
+        return Result::ok;
+    };
+    Result result = blocked();
+    if (result != Result::ok && reclaim_expired(now) > 0) {
         index = find(staged.key_view(), hash, found);
+        result = blocked();
     }
-    return store(index, found, staged.key_view(), hash, staged.value, expires);
+    if (result == Result::over_quota) ++header_->owners[account].refused;
+    return result;
 }
 
 SharedStore::Result SharedStore::remove(std::string_view key) {
@@ -328,11 +407,13 @@ SharedStore::Result SharedStore::remove(std::string_view key) {
     return was_live ? Result::ok : Result::absent;
 }
 
-SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, std::int64_t& result) {
+SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, std::int64_t& result,
+                                     std::string_view owner) {
     if (!staged.stage_key(key)) return Result::too_big;
     const std::uint64_t hash = hash_key(staged.key_view());
     const std::int64_t now = now_ms();
     Lock lock(*this);
+    const std::uint32_t account = owner_index(owner);
     bool found = false;
     std::size_t index = find(staged.key_view(), hash, found);
     std::int64_t value = 0, expires = 0;
@@ -346,17 +427,16 @@ SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, s
         const auto [end, error] = std::from_chars(text, text + s.value_size, value);
         if (error != std::errc() || end != text + s.value_size || s.value_size == 0) return Result::not_integer;
         expires = s.expires_ms;
-    } else if (header_->used >= header_->entries) {
-        if (reclaim_expired(now) == 0) return Result::full;
-        index = find(staged.key_view(), hash, found);
     }
+    if (const Result room = make_room(index, found, hash, account, now); room != Result::ok) return room;
+    if (!found) value = 0, expires = 0;  // the entry read above expired in the sweep
     if (__builtin_add_overflow(value, delta, &result)) return Result::not_integer;
     char digits[24];
     const auto [end, error] = std::to_chars(digits, digits + sizeof digits, result);
     (void)error;
     const std::string_view text(digits, static_cast<std::size_t>(end - digits));
     if (text.size() > header_->value_max) return Result::too_big;
-    return store(index, found, staged.key_view(), hash, text, expires);
+    return store(index, found, staged.key_view(), hash, text, expires, account);
 }
 
 std::size_t SharedStore::size() const { return header_ ? __atomic_load_n(&header_->used, __ATOMIC_RELAXED) : 0; }

@@ -119,7 +119,9 @@ if (deployment) {
     const p = container[name];
     if (!p || !p.httpGet) return problem(`no ${name}`);
     if (p.httpGet.path !== path) problem(`${name} asks ${p.httpGet.path}, not ${path}`);
-    if (p.httpGet.port !== "http") problem(`${name} is not on the http port`);
+    // The status address keeps a connection budget of its own: a flood of the public port
+    // must not fail the probes (and get the pod restarted).
+    if (p.httpGet.port !== "metrics") problem(`${name} is not on the status (metrics) port`);
   };
   probe("readinessProbe", "/-/ready");
   probe("livenessProbe", "/-/healthy");

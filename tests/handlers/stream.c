@@ -26,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static atomic_int refused_writes, failed_ends, aborts[4];
+/* Reasons 1..4: CSP_ABORT_NO_BODY (4) is 2.3's; this file is built against 2.1 and 2.2 too. */
+static atomic_int refused_writes, failed_ends, aborts[5];
 
 static int is(csp_str s, const char *text) { return s.size == strlen(text) && memcmp(s.data, text, s.size) == 0; }
 
@@ -52,7 +53,7 @@ static void end(csp_stream *s) {
 
 static void on_abort(csp_pending *p, int reason, void *user_data) {
     (void)p;
-    if (reason >= 1 && reason <= 3) atomic_fetch_add(&aborts[reason], 1);
+    if (reason >= 1 && reason <= 4) atomic_fetch_add(&aborts[reason], 1);
     if (user_data && reason != CSP_ABORT_DRAINING) end(user_data); /* /forever ends here */
 }
 
@@ -144,10 +145,11 @@ static int handle(const csp_request *req, csp_reply *reply) {
     csp_reply_set_content_type(reply, "text/plain");
     csp_str path = req->path_info;
     if (is(path, "/stats")) {
-        csp_reply_printf(reply, "again=%d writable=%d refused=%d failed_ends=%d gone=%d timeout=%d draining=%d\n",
+        csp_reply_printf(reply,
+                         "again=%d writable=%d refused=%d failed_ends=%d gone=%d timeout=%d draining=%d no_body=%d\n",
                          atomic_load(&again), atomic_load(&writable), atomic_load(&refused_writes),
                          atomic_load(&failed_ends), atomic_load(&aborts[1]), atomic_load(&aborts[2]),
-                         atomic_load(&aborts[3]));
+                         atomic_load(&aborts[3]), atomic_load(&aborts[4]));
         return 200;
     }
     if (is(path, "/refused")) {

@@ -7,6 +7,7 @@
  *   /log?level=L&n=K&text=T   K csp_log lines at level L; the body counts written and dropped ones
  *   /kv/get?key=K  /kv/put?key=K&value=V&ttl=S  /kv/add?key=K&delta=D  /kv/del?key=K
  *   /set-cookie?name=N&value=V&same_site=S&secure=1   csp_reply_set_cookie; 400 if refused
+ *   /cached-host     "host=" the Host header, kept in the reply cache for 60 s
  *   /cached?seconds=S&vary=H&cookie=1&status=C   "call N" (N counted in the shared store, so it
  *                     survives reloads), kept by csp_reply_cache for S seconds
  *   /body?defer=1     "size N fnv H" of the request body (FNV-1a 64); with defer, answered from a
@@ -125,6 +126,12 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
         }
         if (*arg(req, "modified", modified, sizeof modified)) csp_reply_add_header(reply, "Last-Modified", modified);
         csp_reply_puts(reply, "the representation\n");
+        return 200;
+    }
+    if (csp_str_is(path, "/cached-host")) {
+        csp_str host = csp_header(req, "Host");
+        csp_reply_cache(reply, 60);
+        csp_reply_printf(reply, "host=%.*s", (int)host.size, host.data ? host.data : "");
         return 200;
     }
     if (csp_str_is(path, "/cached")) {

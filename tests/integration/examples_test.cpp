@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 class ExamplesTest : public ::testing::Test {
 protected:
     ExamplesTest() : server({}, false) {
-        for (const char* name : {"greet", "visits", "form_echo", "session", "go", "large", "pixel", "longpoll"})
+        for (const char* name : {"greet", "visits", "form_echo", "session", "go", "large", "pixel", "longpoll", "order"})
             std::filesystem::copy_file(test_handler(std::string("examples/") + name + ".so"),
                                        server.handlers() / (std::string(name) + ".so"));
         server.start();
@@ -107,6 +107,37 @@ TEST_F(ExamplesTest, FormEchoReadsFormsAndJson) {
     auto get = fetch(server.port(), "/csp/form_echo");
     EXPECT_EQ(get->status, 405);
     EXPECT_EQ(get->header("allow"), "POST");
+}
+
+TEST_F(ExamplesTest, OrderReadsAJsonBodyWithALibraryAndSaysWhatIsWrong) {
+    const auto post = [&](const std::string& body, const std::string& type = "application/json") {
+        return send("POST /csp/order HTTP/1.1\r\nHost: h\r\nContent-Type: " + type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    };
+    auto ok = post(R"({"items": [{"sku": "tea", "qty": 2, "price": 3.5}, {"sku": "cake", "qty": 1, "price": 4}]})");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_EQ(ok->header("content-type"), "application/json");
+    const auto totals = nlohmann::json::parse(ok->body);
+    EXPECT_EQ(totals.at("items"), 2);
+    EXPECT_EQ(totals.at("quantity"), 3);
+    EXPECT_DOUBLE_EQ(totals.at("total").get<double>(), 11.0);
+    // Unicode and escapes come through the library, not a hand-rolled scanner.
+    auto escaped = post(R"({"items": [{"sku": "th\u00e9 \"vert\"", "qty": 1, "price": 2}]})");
+    ASSERT_TRUE(escaped);
+    EXPECT_EQ(escaped->status, 200);
+    // Each kind of bad input: its status and a reason a client can act on.
+    auto broken = post(R"({"items": [)");
+    ASSERT_TRUE(broken);
+    EXPECT_EQ(broken->status, 400);
+    EXPECT_NE(nlohmann::json::parse(broken->body).at("error").get<std::string>().find("not JSON"), std::string::npos);
+    auto shape = post(R"({"items": [{"sku": "tea", "qty": "two", "price": 1}]})");
+    ASSERT_TRUE(shape);
+    EXPECT_EQ(shape->status, 422);
+    EXPECT_EQ(nlohmann::json::parse(shape->body).at("error"), "items[0].qty must be an integer from 1 to 1000");
+    EXPECT_EQ(post(R"([1, 2])")->status, 422);
+    EXPECT_EQ(post("items=1", "application/x-www-form-urlencoded")->status, 415);
+    EXPECT_EQ(fetch(server.port(), "/csp/order")->status, 405);
 }
 
 TEST_F(ExamplesTest, SessionReadsHeadersAndSetsACookie) {

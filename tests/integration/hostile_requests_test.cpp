@@ -53,6 +53,18 @@ std::vector<Case> cases() {
         {"transfer-encoding not ending in chunked",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400},
         {"unknown transfer-encoding", "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\nabc", 400},
+        // RFC 9112 §6.1: a coding this server does not decode, before the final chunked: 501.
+        {"gzip then chunked",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501},
+        {"identity then chunked",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: identity, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501},
+        {"gzip and chunked in two fields",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "3\r\nabc\r\n0\r\n\r\n", 501},
+        {"chunked twice (RFC 9112 §7.1: never applied twice)",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400},
+        {"chunked alone, any case",
+         "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 200},
         {"bad chunk size",
          "POST /csp/echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400},
         {"chunk size overflow",
@@ -86,6 +98,19 @@ std::vector<Case> cases() {
         {"not http at all", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 tls hello\r\n\r\n", 400},
         {"missing host", "GET /csp/hello HTTP/1.1\r\n\r\n", 400},
         {"two hosts", "GET /csp/hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+        {"host with a space", "GET /csp/hello HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+        {"host with a slash", "GET /csp/hello HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+        {"host with userinfo", "GET /csp/hello HTTP/1.1\r\nHost: user@a\r\n\r\n", 400},
+        {"host with a bad port", "GET /csp/hello HTTP/1.1\r\nHost: a:8x\r\n\r\n", 400},
+        {"host with a bad escape", "GET /csp/hello HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400},
+        {"unclosed ip literal", "GET /csp/hello HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},
+        {"bad host on http/1.0", "GET /csp/hello HTTP/1.0\r\nHost: a<b\r\n\r\n", 400},
+        {"host with a port", "GET /csp/hello HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", 200},
+        {"ipv6 host", "GET /csp/hello HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 200},
+        {"ipv4 host", "GET /csp/hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200},
+        {"empty host", "GET /csp/hello HTTP/1.1\r\nHost:\r\n\r\n", 200},
+        {"two spaces before the target", "GET  /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        {"two spaces before the version", "GET /csp/hello  HTTP/1.1\r\nHost: h\r\n\r\n", 400},
         {"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 400},
         {"authority-form connect", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400},
 
@@ -158,7 +183,8 @@ TEST_F(HostileRequestsTest, EachGetsItsExactStatusAndTheServerGoesOn) {
             r = client.read_response(c.request.rfind("HEAD ", 0) == 0);
             // After a malformed request nothing on the connection can be trusted: it is closed.
             const bool malformed =
-                r && (r->status == 400 || r->status == 413 || r->status == 414 || r->status == 431 || r->status == 505);
+                r && (r->status == 400 || r->status == 413 || r->status == 414 || r->status == 431 || r->status == 501 ||
+                      r->status == 505);
             if (malformed) {
                 EXPECT_EQ(r->header("connection"), "close");
             }

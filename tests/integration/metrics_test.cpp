@@ -19,6 +19,7 @@
 
 namespace cspd::test {
 namespace {
+using namespace std::chrono_literals;
 
 /// Every sample of an exposition, keyed "name{labels}"; fails the test on a malformed line.
 std::map<std::string, double> parse_exposition(const std::string& text) {
@@ -194,6 +195,40 @@ TEST(Metrics, CanBeServedOnAnotherAddressOnly) {
     EXPECT_EQ(fetch(status_port, "/")->status, 404);
     EXPECT_EQ(fetch(status_port, "/-/healthy")->status, 200);
     EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Metrics, ThePublicStatusNamesRefusedFilesButNotWhereTheyAre) {
+    // dlopen's reason names the private copy's path (under /tmp): the public port shows the file
+    // and the reason only; the status address, for operators, shows it whole.
+    TestServer server({"--workers", "1", "--status-listen", "127.0.0.1:0"}, false);
+    std::filesystem::copy_file(test_handler("unresolved.so"), server.handlers() / "unresolved.so");
+    server.start();
+    std::smatch m;
+    const std::string log = server.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(/-/status and /metrics on 127\.0\.0\.1:(\d+) only)"))) << log;
+    const auto status_port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto refusal = [](unsigned short port) -> std::string {
+        const auto r = fetch(port, "/-/status");
+        if (!r || r->status != 200) return "";
+        const auto doc = nlohmann::json::parse(r->body);  // kept: the loop walks a part of it
+        for (const auto& h : doc.at("handlers"))
+            if (h.at("name") == "unresolved" && h.contains("last_refusal")) return h.at("last_refusal");
+        return "";
+    };
+    ASSERT_TRUE(eventually([&] { return !refusal(status_port).empty(); }, 5s));
+    const std::string whole = refusal(status_port);
+    EXPECT_NE(whole.find("undefined symbol: cspd_test_no_such_function"), std::string::npos) << whole;
+    EXPECT_NE(whole.find("/"), std::string::npos) << whole;  // the operator sees where
+    TestServer plain({"--workers", "1"}, false);
+    std::filesystem::copy_file(test_handler("unresolved.so"), plain.handlers() / "unresolved.so");
+    plain.start();
+    ASSERT_TRUE(eventually([&] { return !refusal(plain.port()).empty(); }, 5s));
+    const std::string shown = refusal(plain.port());
+    EXPECT_NE(shown.find("undefined symbol: cspd_test_no_such_function"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("unresolved."), std::string::npos) << shown;
+    EXPECT_EQ(shown.find('/'), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("tmp"), std::string::npos) << shown;
+    EXPECT_EQ(fetch(plain.port(), "/-/status")->body.find("/tmp/"), std::string::npos);
 }
 
 TEST(Metrics, CanBeTurnedOff) {

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <regex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace cspd::test {
 namespace {
@@ -286,6 +288,42 @@ TEST_F(ServingTest, SeesTheClientAddress) {
     auto r = fetch(server.port(), "/csp/echo");
     ASSERT_TRUE(r);
     EXPECT_NE(r->body.find("client=127.0.0.1\n"), std::string::npos) << r->body;
+}
+
+TEST_F(ServingTest, A205CarriesNoContentAndTheConnectionGoesOn) {
+    // RFC 9110 §15.3.6: no content in a 205, whatever the handler appended; Content-Length: 0 so
+    // the client knows where the next response begins.
+    HttpClient client(server.port());
+    client.send("GET /csp/status?code=205 HTTP/1.1\r\nHost: h\r\n\r\nGET /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto reset = client.read_response();
+    ASSERT_TRUE(reset);
+    EXPECT_EQ(reset->status_line, "HTTP/1.1 205 Reset Content");
+    EXPECT_EQ(reset->header("content-length"), "0");
+    EXPECT_EQ(reset->body, "");
+    auto next = client.read_response();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200);
+    EXPECT_EQ(next->body, "<h1>HELLO WORLD</h1>");
+}
+
+TEST_F(ServingTest, EveryRegisteredStatusHasItsReasonPhrase) {
+    // IANA's HTTP status code registry (RFC 9110 §15 and the RFCs it lists), as a handler returns them.
+    const std::vector<std::pair<int, std::string>> registry = {
+        {203, "Non-Authoritative Information"}, {205, "Reset Content"}, {207, "Multi-Status"},
+        {208, "Already Reported"}, {226, "IM Used"}, {300, "Multiple Choices"}, {305, "Use Proxy"},
+        {402, "Payment Required"}, {406, "Not Acceptable"}, {407, "Proxy Authentication Required"},
+        {417, "Expectation Failed"}, {421, "Misdirected Request"}, {423, "Locked"}, {424, "Failed Dependency"},
+        {425, "Too Early"}, {426, "Upgrade Required"}, {428, "Precondition Required"},
+        {451, "Unavailable For Legal Reasons"}, {506, "Variant Also Negotiates"}, {507, "Insufficient Storage"},
+        {508, "Loop Detected"}, {510, "Not Extended"}, {511, "Network Authentication Required"},
+        {201, "Created"}, {418, "Unknown"}};  // 418 is reserved unused (RFC 9110 §15.5.19)
+    HttpClient client(server.port());
+    for (const auto& [code, reason] : registry) {
+        client.send("GET /csp/status?code=" + std::to_string(code) + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        auto r = client.read_response();
+        ASSERT_TRUE(r) << code;
+        EXPECT_EQ(r->status_line, "HTTP/1.1 " + std::to_string(code) + " " + reason);
+    }
 }
 
 }  // namespace

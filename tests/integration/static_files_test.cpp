@@ -27,6 +27,8 @@ protected:
         write("style.css.gz", "gz");
         write("font.woff2", "w");
         write("picture.png", "p");
+        std::filesystem::create_directories(server.www() / "sub");
+        write("sub/index.html", "<p>sub</p>");
         std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so");
         server.start();
     }
@@ -60,6 +62,17 @@ TEST_F(StaticFilesOverSockets, CarryValidatorsAndCacheControl) {
     EXPECT_EQ(r->header("accept-ranges"), "bytes");
     EXPECT_FALSE(r->has_header("vary"));  // no sidecar
     EXPECT_EQ(r->header("content-type"), "text/plain; charset=utf-8");
+}
+
+TEST_F(StaticFilesOverSockets, AFolderRedirectKeepsTheQueryString) {
+    auto r = get("/sub?x=1&y=a%20b");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 301);
+    EXPECT_EQ(r->header("location"), "/sub/?x=1&y=a%20b");
+    auto plain = get("/sub");
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->header("location"), "/sub/");
+    EXPECT_EQ(get("/sub/?x=1").value_or(HttpResponse{}).body, "<p>sub</p>");
 }
 
 TEST_F(StaticFilesOverSockets, ConditionalRequestsGet304And412) {

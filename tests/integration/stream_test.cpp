@@ -99,6 +99,41 @@ TEST_F(Streams, SendTheHeadAloneForHead) {
     EXPECT_EQ(next->body, "prefix\nbody\n");
 }
 
+TEST_F(Streams, ForHeadEndTheExchangeOnceTheHeadIsOutAndTellTheHandler) {
+    // A stream that never ends on its own (/forever, or an SSE feed): HEAD gets the head, and the
+    // connection goes on at once; the handler hears CSP_ABORT_NO_BODY and its writes fail.
+    HttpClient client(server.port(), 5s);
+    client.send("HEAD /csp/stream/forever HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto head = client.read_response(true);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 200);
+    auto next = client.get("/csp/stream/prefix");
+    ASSERT_TRUE(next) << "the connection jammed behind the HEAD";
+    EXPECT_EQ(next->body, "prefix\nbody\n");
+    EXPECT_TRUE(stats_show("failed_ends=1 gone=0 timeout=0 draining=0 no_body=1")) << stats();
+    // Pipelined behind it, in one write: answered in order.
+    client.send("HEAD /csp/stream/forever HTTP/1.1\r\nHost: h\r\n\r\nGET /csp/stream/chunks?n=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(client.read_response(true));
+    auto after = client.read_response();
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->body, "chunk 0\n");
+}
+
+TEST_F(Streams, ForHeadTellAHandlerBuiltBefore23TheReasonItKnows) {
+    install_by_rename(test_handler("abi2_2/stream.so"), server.handlers() / "old_stream.so");
+    ASSERT_TRUE(server.wait_for_log("handler old_stream: loaded"));
+    HttpClient client(server.port(), 5s);
+    client.send("HEAD /csp/old_stream/forever HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(client.read_response(true));
+    auto next = client.get("/csp/old_stream/prefix");
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->body, "prefix\nbody\n");
+    EXPECT_TRUE(eventually([&] {
+        return fetch(server.port(), "/csp/old_stream/stats").value_or(HttpResponse{}).body.find("gone=1 timeout=0 draining=0 no_body=0") !=
+               std::string::npos;
+    }, 5s));
+}
+
 TEST_F(Streams, AreWrittenFromATimerAThreadAndAfterADeferral) {
     EXPECT_EQ(fetch(server.port(), "/csp/stream/timer?n=3")->body, "tick 3\ntick 2\ntick 1\n");
     std::string lines;

@@ -65,6 +65,21 @@ TEST_F(StreamingExamples, ClockIsReadByCurl) {
     EXPECT_EQ(numbers, (std::vector<std::string>{"1", "2"})) << events;
 }
 
+TEST_F(StreamingExamples, HeadOnTheClockThenGetOnTheSameConnection) {
+    // The clock's stream never ends by itself: HEAD must still end with its head.
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/clock?n=1").has_value(); }, 5s));
+    HttpClient client(server.port(), 5s);
+    client.send("HEAD /csp/clock HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto head = client.read_response(true);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 200);
+    EXPECT_EQ(head->header("content-type").rfind("text/event-stream", 0), 0u);
+    client.send("GET /csp/clock?n=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+    auto events = client.read_response();
+    ASSERT_TRUE(events) << "the connection jammed behind the HEAD";
+    EXPECT_NE(events->body.find("event: tick\n"), std::string::npos) << events->body;
+}
+
 TEST_F(StreamingExamples, ClockIsReadByEventSource) {
     // A real browser-style client: it checks the content type and parses the event stream itself.
     const std::string script = std::string(CSPD_SOURCE_DIR) + "/tests/sse/read_events.mjs";

@@ -200,7 +200,8 @@ TEST_F(Toolkit, TheStoreOutlivesAWorkersDeath) {
 
 class ToolkitSmallStore : public Toolkit {
 protected:
-    ToolkitSmallStore() : Toolkit({"--kv-entries", "2", "--kv-value-max", "16"}) {}
+    // The whole store to the one handler (--kv-quota 100): this is about a full store.
+    ToolkitSmallStore() : Toolkit({"--kv-entries", "2", "--kv-value-max", "16", "--kv-quota", "100"}) {}
 };
 
 TEST_F(ToolkitSmallStore, AFullStoreRefusesNewKeysClearly) {
@@ -252,10 +253,24 @@ protected:
     }
 };
 
+TEST_F(ReplyCacheTest, KeepsEachHostsAnswerApart) {
+    // A handler that echoes Host and caches must never hand one client's Host to another.
+    const auto as_host = [&](const std::string& host) {
+        auto r = send("GET /csp/toolkit/cached-host HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+        return r ? r->body : "(no answer)";
+    };
+    EXPECT_EQ(as_host("evil.example"), "host=evil.example");
+    EXPECT_EQ(as_host("good.example"), "host=good.example");
+    EXPECT_EQ(as_host("evil.example"), "host=evil.example");
+    EXPECT_EQ(as_host("good.example:8080"), "host=good.example:8080");
+    EXPECT_EQ(metric("cspd_reply_cache_hits_total"), 1);  // the second evil.example, from memory
+}
+
 TEST_F(ReplyCacheTest, AnswersLaterGetsAndHeadsFromMemoryPerPathAndQuery) {
     const std::string kept = "/csp/toolkit/cached?seconds=60&k=1";
     EXPECT_EQ(get(kept), "call 1");
-    auto again = fetch(server.port(), kept);
+    auto again = send("GET " + kept + " HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(again);
     EXPECT_EQ(again->body, "call 1");  // the handler was not called
     EXPECT_EQ(again->header("x-made"), "yes");
     EXPECT_EQ(again->header("content-type"), "text/plain");

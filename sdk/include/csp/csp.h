@@ -44,7 +44,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 2u
+#define CSP_ABI_MINOR 3u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -74,6 +74,7 @@ enum {
     CSP_ABORT_CLIENT_GONE = 1, /* the client closed the connection */
     CSP_ABORT_TIMEOUT = 2,     /* --pending-timeout passed: the client was answered 504 */
     CSP_ABORT_DRAINING = 3,    /* the server is stopping and its drain deadline is near */
+    CSP_ABORT_NO_BODY = 4,     /* 2.3: a HEAD request's stream sent its head; no body is read */
 };
 
 /* What csp_loop_watch_fd waits for. */
@@ -430,14 +431,18 @@ enum {
     CSP_KV_TOO_BIG = -3,     /* key over 128 bytes, or value over --kv-value-max; or an empty key */
     CSP_KV_NOT_INTEGER = -4, /* csp_kv_add on a value that is not a decimal int64, or overflow */
     CSP_KV_UNAVAILABLE = -5, /* this server runs without a store (--kv-entries 0) */
+    CSP_KV_QUOTA = -6,       /* 2.3: this handler holds its share of the entries (--kv-quota); built
+                                before 2.3, it is told CSP_KV_FULL */
 };
 /* csp_kv_add's answer when it could not add (the reason is logged). */
 #define CSP_KV_ERROR INT64_MIN
 
 /* One store per server: every worker (and every handler: prefix your keys) sees the same
- * entries, and they outlive worker restarts and handler reloads (not the server). Keys are 1 to
- * 128 bytes, values up to --kv-value-max bytes, both binary-safe. Operations are atomic. From any
- * thread, during the call or while the reply is deferred. */
+ * entries, and they outlive worker restarts and handler reloads (not the server). An entry is
+ * charged to the handler that last wrote it, and a handler may hold at most its share of the
+ * entries (--kv-quota, a percentage of --kv-entries): one handler cannot fill the store for the
+ * others. Keys are 1 to 128 bytes, values up to --kv-value-max bytes, both binary-safe.
+ * Operations are atomic. From any thread, during the call or while the reply is deferred. */
 
 /* Copies the value of `key` into `out` (at most `out_size` bytes) and sets *value_size to its full
  * size (which may be more than out_size). 0, or CSP_KV_ABSENT. */
@@ -447,7 +452,8 @@ static inline int csp_kv_get(const csp_request *req, const char *key, void *out,
 }
 
 /* Stores `size` bytes under `key`, replacing what was there; it expires after `ttl_seconds`
- * (0: never). 0, CSP_KV_FULL or CSP_KV_TOO_BIG. */
+ * (0: never). The entry is charged to this handler until another writes it. 0, CSP_KV_FULL,
+ * CSP_KV_QUOTA or CSP_KV_TOO_BIG. */
 static inline int csp_kv_put(const csp_request *req, const char *key, const void *value, size_t size,
                              unsigned ttl_seconds) {
     return req->api->kv_put(req, key, strlen(key), value, size, ttl_seconds);
@@ -459,8 +465,8 @@ static inline int csp_kv_delete(const csp_request *req, const char *key) {
 }
 
 /* Adds `delta` to the integer under `key` (absent counts as 0; the value is kept as decimal text,
- * so csp_kv_get reads "42") and returns the new value; CSP_KV_ERROR when it could not (full, not
- * an integer, overflow), the reason logged. An existing entry keeps its expiry. */
+ * so csp_kv_get reads "42") and returns the new value; CSP_KV_ERROR when it could not (full, over
+ * the quota, not an integer, overflow), the reason logged. An existing entry keeps its expiry. */
 static inline int64_t csp_kv_add(const csp_request *req, const char *key, int64_t delta) {
     int64_t result = 0;
     return req->api->kv_add(req, key, strlen(key), delta, &result) == 0 ? result : CSP_KV_ERROR;
@@ -523,8 +529,10 @@ static inline int csp_loop_watch_fd(csp_pending *pending, int fd, unsigned event
 
 /* Sends the head now -- `status` (200..599, not 204 or 304), the content type and headers set so
  * far -- and turns the reply into a stream: its body is what csp_stream_write writes, chunked on
- * HTTP/1.1 and delimited by the connection's close on HTTP/1.0 (a HEAD request gets the head and
- * no body; writes then succeed and send nothing). Bytes already appended to the reply are its
+ * HTTP/1.1 and delimited by the connection's close on HTTP/1.0. A HEAD request gets the head alone
+ * and its exchange ends there, whatever the handler does next: later writes give -1 and
+ * csp_pending_on_abort's callback hears CSP_ABORT_NO_BODY (CSP_ABORT_CLIENT_GONE for handlers
+ * built before 2.3); the stream must still be ended or finished as usual. Bytes already appended to the reply are its
  * first bytes; the reply is not used after this. The handler then returns CSP_DEFERRED. Call it
  * during the call, or later on a deferred reply (csp_pending_reply), once. The request stays
  * valid, and pipelined requests wait, until the stream ends. A stream that writes nothing for

@@ -263,6 +263,29 @@ private:
 
 } // namespace csp
 
+// Entry points for C++ handlers: the function takes the C++ views directly,
+//   static int hello(const csp::request& request, csp::reply& reply) { reply << "hi\n"; return 200; }
+//   CSP_CPP_HANDLER(hello)
+// Each defines today's C entry point, a csp_handle_fn that wraps its two arguments, and the
+// descriptor as the matching CSP_ macro does: to the host it is any handler of this ABI.
+// `init`/`cleanup` are as for the C macros (csp::init_context wraps an init's context).
+#define CSP_CPP_ENTRY_(handle_fn)                                                   \
+    static int csp_cpp_entry_(const csp_request* csp_raw_request, csp_reply* csp_raw_reply) { \
+        const ::csp::request csp_request_view(csp_raw_request);                     \
+        ::csp::reply csp_reply_view(csp_raw_reply);                                 \
+        return handle_fn(csp_request_view, csp_reply_view);                         \
+    }
+#define CSP_CPP_HANDLER(handle_fn) CSP_CPP_ENTRY_(handle_fn) CSP_HANDLER(csp_cpp_entry_)
+#define CSP_CPP_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
+    CSP_CPP_ENTRY_(handle_fn) CSP_HANDLER_WITH_HOOKS(csp_cpp_entry_, init_fn, cleanup_fn)
+#define CSP_CPP_HANDLER_WITH_CONTEXT(handle_fn, init_fn, cleanup_fn) \
+    CSP_CPP_ENTRY_(handle_fn) CSP_HANDLER_WITH_CONTEXT(csp_cpp_entry_, init_fn, cleanup_fn)
+#define CSP_CPP_BLOCKING_HANDLER(handle_fn) CSP_CPP_ENTRY_(handle_fn) CSP_BLOCKING_HANDLER(csp_cpp_entry_)
+#define CSP_CPP_BLOCKING_HANDLER_WITH_HOOKS(handle_fn, init_fn, cleanup_fn) \
+    CSP_CPP_ENTRY_(handle_fn) CSP_BLOCKING_HANDLER_WITH_HOOKS(csp_cpp_entry_, init_fn, cleanup_fn)
+#define CSP_CPP_BLOCKING_HANDLER_WITH_CONTEXT(handle_fn, init_fn, cleanup_fn) \
+    CSP_CPP_ENTRY_(handle_fn) CSP_BLOCKING_HANDLER_WITH_CONTEXT(csp_cpp_entry_, init_fn, cleanup_fn)
+
 #include <csp/later.hpp>
 
 #endif // CSP_CSP_HPP

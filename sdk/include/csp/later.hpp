@@ -61,6 +61,7 @@ public:
     pending() = default;
     /// Defers this call's reply: return CSP_DEFERRED from the handler. Empty if the host could not.
     static pending defer(csp_reply* r) { return pending(csp_reply_defer(r)); }
+    static pending defer(reply& r) { return defer(r.raw()); }
     explicit pending(csp_pending* p) : p_(p) {}
     pending(pending&& o) noexcept
         : p_(std::exchange(o.p_, nullptr)), callbacks_(std::move(o.callbacks_)),
@@ -155,6 +156,7 @@ public:
     /// Sends the head and streams the reply: return CSP_DEFERRED from the handler. Empty if the
     /// host could not (a bad status, or no memory): then answer as usual.
     static stream start(csp_reply* r, int status = 200) { return stream(csp_reply_stream(r, status)); }
+    static stream start(reply& r, int status = 200) { return start(r.raw(), status); }
     explicit stream(csp_stream* s) : s_(s), p_(csp_stream_pending(s)) {}
     stream(stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)), p_(std::move(o.p_)) {}
     stream& operator=(stream&& o) noexcept {

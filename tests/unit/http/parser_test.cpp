@@ -107,6 +107,55 @@ TEST(HttpParser, RefusesAFoldedHeaderWhereverTheInputIsCut) {
     }
 }
 
+TEST(HttpParser, RefusesARequestLineWithRunsOfSpacesWhereverTheInputIsCut) {
+    // RFC 9112 §3: one space between method, target and version; llhttp alone lets runs through.
+    for (const std::string line : {"GET  /a HTTP/1.1", "GET /a  HTTP/1.1", "GET   /a   HTTP/1.1"}) {
+        const std::string input = line + "\r\nHost: h\r\n\r\n";
+        for (std::size_t cut = 0; cut <= input.size(); ++cut) {
+            HttpParser parser;
+            Collector sink;
+            auto status = parser.feed(input.substr(0, cut), sink);
+            if (status == HttpParser::Status::ok) status = parser.feed(input.substr(cut), sink);
+            EXPECT_EQ(status, HttpParser::Status::bad_request) << line << ", cut at " << cut;
+            EXPECT_TRUE(sink.requests.empty()) << line << ", cut at " << cut;
+        }
+    }
+}
+
+TEST(HttpParser, KeepsCountingTheRequestLineAcrossPipelinedRequestsAndPauses) {
+    // Offsets in the byte stream go on across requests and resumed feeds.
+    HttpParser parser;
+    Collector sink;
+    sink.pause_each = true;
+    std::string input;
+    for (int i = 0; i < 3; ++i) input += "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n";
+    std::string rest = input;
+    while (!rest.empty()) {
+        const auto status = parser.feed(rest, sink);
+        ASSERT_TRUE(status == HttpParser::Status::paused || status == HttpParser::Status::ok);
+        rest = rest.substr(parser.consumed());
+        parser.resume();
+    }
+    EXPECT_EQ(sink.requests.size(), 3u);
+}
+
+TEST(HttpParser, RefusesTransferCodingsOtherThanChunkedAloneAsNotImplemented) {
+    // RFC 9112 §6.1: 501 for a coding the server does not implement; chunked must be the last
+    // (else 400, from llhttp).
+    const auto parse = [](const std::string& codings) {
+        HttpParser parser;
+        Collector sink;
+        return parser.feed("POST /u HTTP/1.1\r\nHost: h\r\n" + codings + "\r\n3\r\nabc\r\n0\r\n\r\n", sink);
+    };
+    EXPECT_EQ(parse("Transfer-Encoding: chunked\r\n"), HttpParser::Status::ok);
+    EXPECT_EQ(parse("Transfer-Encoding:  CHUNKED \r\n"), HttpParser::Status::ok);
+    EXPECT_EQ(parse("Transfer-Encoding: gzip, chunked\r\n"), HttpParser::Status::unknown_coding);
+    EXPECT_EQ(parse("Transfer-Encoding: identity,chunked\r\n"), HttpParser::Status::unknown_coding);
+    EXPECT_EQ(parse("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"), HttpParser::Status::unknown_coding);
+    EXPECT_EQ(parse("Transfer-Encoding: chunked, gzip\r\n"), HttpParser::Status::bad_request);
+    EXPECT_EQ(parse("Transfer-Encoding: gzip\r\n"), HttpParser::Status::bad_request);
+}
+
 TEST(HttpParser, RefusesAnEmptyHeaderName) {
     HttpParser parser;
     Collector sink;

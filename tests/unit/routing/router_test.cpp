@@ -146,6 +146,10 @@ TEST_F(RouterTest, RedirectsAFolderToItsSlash) {
     Answer a = ask("GET", "/docs");
     EXPECT_EQ(a.status, 301);
     EXPECT_NE(a.head.find("Location: /docs/\r\n"), std::string::npos);
+    // The query goes along, as it came.
+    Answer q = ask("GET", "/docs?x=1&y=a%20b");
+    EXPECT_EQ(q.status, 301);
+    EXPECT_NE(q.head.find("Location: /docs/?x=1&y=a%20b\r\n"), std::string::npos) << q.head;
 }
 
 TEST_F(RouterTest, NeverLeavesTheWwwFolder) {

@@ -85,5 +85,18 @@ TEST_F(StatusReportTest, MetricsCountEveryResponseOnceAcrossSlots) {
     EXPECT_GT(samples, 10u);
 }
 
+TEST(WithoutPaths, KeepsTheFileAndTheReasonAndDropsWhereTheyAre) {
+    EXPECT_EQ(without_paths("dlopen failed: /tmp/cspd-19189-Ab12Cd/undef.1.so: undefined symbol: nope"),
+              "dlopen failed: undef.1.so: undefined symbol: nope");
+    EXPECT_EQ(without_paths("others may write /srv/handlers/h.so (chmod o-w /srv/handlers/h.so)"),
+              "others may write h.so (chmod o-w h.so)");
+    EXPECT_EQ(without_paths("folder /srv/handlers/ is group-writable"), "folder handlers is group-writable");
+    EXPECT_EQ(without_paths("'/a/b c.so' is not an ELF file"), "'b c.so' is not an ELF file");
+    EXPECT_EQ(without_paths("ABI 3.0 is newer than this host's 2.3"), "ABI 3.0 is newer than this host's 2.3");
+    EXPECT_EQ(without_paths("a/b stays: not absolute"), "a/b stays: not absolute");
+    EXPECT_EQ(without_paths("/"), "/");
+    EXPECT_EQ(without_paths(""), "");
+}
+
 }  // namespace
 }  // namespace cspd

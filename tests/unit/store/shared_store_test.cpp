@@ -128,6 +128,56 @@ TEST(SharedStore, FullUntilSomethingIsRemoved) {
     for (const char* key : {"a", "b", "d", "e"}) EXPECT_NE(get(store, key), "<absent>") << key;
 }
 
+TEST(SharedStore, EachWriterHoldsAtMostItsQuota) {
+    SharedStore store = SharedStore::create({16, 16, 25});  // 4 entries a writer
+    ASSERT_EQ(store.limits().quota(), 4u);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(store.put("a" + std::to_string(i), "1", 0, "alpha"), Result::ok) << i;
+    std::int64_t sum = 0;
+    EXPECT_EQ(store.put("a4", "1", 0, "alpha"), Result::over_quota);
+    EXPECT_EQ(store.add("a4", 1, sum, "alpha"), Result::over_quota);
+    EXPECT_EQ(store.put("a0", "rewritten", 0, "alpha"), Result::ok);  // its own entries still take values
+    EXPECT_EQ(store.add("a1", 5, sum, "alpha"), Result::ok);
+    // Another writer is not held back by the first.
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(store.put("b" + std::to_string(i), "1", 0, "beta"), Result::ok) << i;
+    // Writes without a writer (the host's own) are not limited.
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(store.put("h" + std::to_string(i), "1", 0), Result::ok) << i;
+    std::map<std::string, std::pair<std::size_t, std::uint64_t>> use;
+    for (const auto& owner : store.owners()) use[owner.name] = {owner.entries, owner.refused};
+    EXPECT_EQ(use["alpha"], std::make_pair(std::size_t(4), std::uint64_t(2)));
+    EXPECT_EQ(use["beta"], std::make_pair(std::size_t(4), std::uint64_t(0)));
+}
+
+TEST(SharedStore, AnEntryIsChargedToItsLastWriterAndFreedWithIt) {
+    SharedStore store = SharedStore::create({16, 16, 25});
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(store.put("k" + std::to_string(i), "1", 0, "alpha"), Result::ok);
+    ASSERT_EQ(store.put("k4", "1", 0, "alpha"), Result::over_quota);
+    // beta overwrites one of alpha's keys (keys are server-wide): the charge moves to beta.
+    ASSERT_EQ(store.put("k0", "beta's", 0, "beta"), Result::ok);
+    EXPECT_EQ(store.put("k4", "1", 0, "alpha"), Result::ok);
+    EXPECT_EQ(store.put("k5", "1", 0, "alpha"), Result::over_quota);
+    // A removed entry, whoever removes it, gives its writer room again.
+    ASSERT_EQ(store.remove("k1"), Result::ok);
+    EXPECT_EQ(store.put("k5", "1", 0, "alpha"), Result::ok);
+    std::map<std::string, std::size_t> held;
+    for (const auto& owner : store.owners()) held[owner.name] = owner.entries;
+    EXPECT_EQ(held["alpha"], 4u);
+    EXPECT_EQ(held["beta"], 1u);
+}
+
+TEST(SharedStore, ExpiredEntriesGiveTheirWriterRoomBack) {
+    SharedStore store = SharedStore::create({16, 16, 25});
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(store.put("t" + std::to_string(i), "1", 1, "alpha"), Result::ok);
+    ASSERT_EQ(store.put("t4", "1", 0, "alpha"), Result::over_quota);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    EXPECT_EQ(store.put("t4", "1", 0, "alpha"), Result::ok);
+}
+
+TEST(SharedStore, AQuotaOfAHundredPercentIsTheWholeStore) {
+    SharedStore store = SharedStore::create({4, 16, 100});
+    for (const char* key : {"a", "b", "c", "d"}) ASSERT_EQ(store.put(key, "1", 0, "alpha"), Result::ok) << key;
+    EXPECT_EQ(store.put("e", "1", 0, "alpha"), Result::full);  // the store's limit says it first
+}
+
 TEST(SharedStore, AddCountsFromZeroAndKeepsDecimalText) {
     SharedStore store = SharedStore::create({16, 64});
     std::int64_t sum = 0;
@@ -357,12 +407,13 @@ TEST(SharedStore, ChildrenAddConcurrentlyWithoutLosingCounts) {
 
 // The store's mutex is private. This test reaches it by mirroring the header's layout (version 2,
 // checked below), so that a child can die holding it; a test hook in the class would be cleaner.
-struct HeaderLayout1 {
+struct HeaderLayout3 {
     std::uint32_t magic;
     std::uint32_t layout;
     std::uint64_t entries, value_max, table_size, slot_bytes;
     std::uint64_t used;
     std::int64_t last_sweep_ms;
+    std::uint64_t quota;
     pthread_mutex_t mutex;
 };
 
@@ -371,13 +422,13 @@ TEST(SharedStore, SurvivesAProcessKilledWhileHoldingTheLock) {
     SharedStore store = SharedStore::create(limits);
     ASSERT_EQ(store.put("kept", "v", 0), Result::ok);
     ASSERT_EQ(store.put("n", "1", 0), Result::ok);
-    void* memory = ::mmap(nullptr, sizeof(HeaderLayout1), PROT_READ | PROT_WRITE, MAP_SHARED, store.fd(), 0);
+    void* memory = ::mmap(nullptr, sizeof(HeaderLayout3), PROT_READ | PROT_WRITE, MAP_SHARED, store.fd(), 0);
     ASSERT_NE(memory, MAP_FAILED);
-    auto* header = static_cast<HeaderLayout1*>(memory);
-    if (header->magic != 0x6373706b || header->layout != 2 || header->entries != limits.entries ||
+    auto* header = static_cast<HeaderLayout3*>(memory);
+    if (header->magic != 0x6373706b || header->layout != 3 || header->entries != limits.entries ||
         header->value_max != limits.value_max || header->used != 2) {
-        ::munmap(memory, sizeof(HeaderLayout1));
-        FAIL() << "the store's header is no longer layout 2: update HeaderLayout1";
+        ::munmap(memory, sizeof(HeaderLayout3));
+        FAIL() << "the store's header is no longer layout 3: update HeaderLayout3";
     }
 
     const pid_t holder = ::fork();
@@ -404,7 +455,7 @@ TEST(SharedStore, SurvivesAProcessKilledWhileHoldingTheLock) {
     EXPECT_EQ(store.size(), 3u);
     EXPECT_EQ(pthread_mutex_trylock(&header->mutex), 0);
     EXPECT_EQ(pthread_mutex_unlock(&header->mutex), 0);
-    ::munmap(memory, sizeof(HeaderLayout1));
+    ::munmap(memory, sizeof(HeaderLayout3));
 }
 
 }  // namespace

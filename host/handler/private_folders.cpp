@@ -1,0 +1,68 @@
+#include "handler/private_folders.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+namespace cspd {
+namespace {
+constexpr std::string_view kPrefix = "cspd-";
+
+/// The pid in "cspd-PID-XXXXXX", if the name is one of ours.
+std::optional<pid_t> owner_pid(std::string_view name) {
+    if (!name.starts_with(kPrefix)) return std::nullopt;
+    name.remove_prefix(kPrefix.size());
+    pid_t pid = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    // mkdtemp's six characters follow the dash.
+    if (ec != std::errc{} || pid <= 0 || end == name.data() + name.size() || *end != '-' ||
+        name.data() + name.size() - end != 7)
+        return std::nullopt;
+    return pid;
+}
+
+/// A folder, not a link, owned by this user: the only kind removed.
+bool ours(const std::filesystem::path& folder) {
+    struct stat st;
+    return ::lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+template <class Wanted>
+std::size_t remove_where(const std::filesystem::path& parent, Wanted wanted) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::optional<pid_t> pid = owner_pid(it->path().filename().native());
+        if (!pid || !wanted(*pid) || !ours(it->path())) continue;
+        std::error_code ignored;
+        if (std::filesystem::remove_all(it->path(), ignored) != static_cast<std::uintmax_t>(-1)) ++removed;
+    }
+    return removed;
+}
+}  // namespace
+
+std::filesystem::path private_folder_parent() {
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+std::string private_folder_pattern(const std::filesystem::path& parent, pid_t pid) {
+    return (parent / (std::string(kPrefix) + std::to_string(pid) + "-XXXXXX")).string();
+}
+
+std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent) {
+    return remove_where(parent, [pid](pid_t owner) { return owner == pid; });
+}
+
+std::size_t remove_orphaned_private_folders(const std::filesystem::path& parent) {
+    return remove_where(parent, [](pid_t owner) { return ::kill(owner, 0) != 0 && errno == ESRCH; });
+}
+
+}  // namespace cspd

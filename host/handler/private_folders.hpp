@@ -1,0 +1,25 @@
+// Each serving process keeps its private copies of handler files (and what --compile builds) in
+// a folder of its own, "cspd-PID-XXXXXX" under TMPDIR (or /tmp), removed when it exits cleanly.
+// A process that dies leaves its folder behind: the master removes it after the reap, and a
+// server starting removes those of processes that are gone.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace cspd {
+
+/// TMPDIR, or /tmp.
+std::filesystem::path private_folder_parent();
+/// The mkdtemp(3) pattern for process `pid`'s folder under `parent`.
+std::string private_folder_pattern(const std::filesystem::path& parent, pid_t pid);
+/// Removes what `pid` (a process this one reaped) left under `parent`; how many folders.
+std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent = private_folder_parent());
+/// Removes the folders, owned by this user, of processes that no longer run (an earlier run that
+/// crashed or was killed); how many.
+std::size_t remove_orphaned_private_folders(const std::filesystem::path& parent = private_folder_parent());
+
+}  // namespace cspd
