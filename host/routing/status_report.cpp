@@ -125,7 +125,7 @@ void store_metrics(std::string& out, const SharedStore& store) {
     sample(out, "cspd_kv_entries_max", "", double(store.limits().entries));
     family(out, "cspd_kv_quota_entries", "gauge", "Entries one handler may hold (--kv-quota).");
     sample(out, "cspd_kv_quota_entries", "", double(store.limits().quota()));
-    const std::vector<SharedStore::OwnerUse> owners = store.owners();
+    const std::vector<OwnerAccounts::Use> owners = store.owners();
     family(out, "cspd_handler_kv_entries", "gauge", "Entries of the shared store charged to this handler.");
     for (const auto& owner : owners)
         sample(out, "cspd_handler_kv_entries", "handler=\"" + label(owner.name) + "\"", double(owner.entries));

@@ -1,6 +1,7 @@
 #include "store/shared_store.hpp"
 
 #include "common/clocks.hpp"
+#include "store/owner_accounts.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,9 +22,6 @@ namespace cspd {
 namespace {
 constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
 constexpr std::uint32_t kLayout = 3;
-// owners[0] is no one (writes without an owner are not limited); the last account is shared by
-// every writer past the others.
-constexpr std::uint32_t kSharedAccount = SharedStore::kMaxOwners - 1;
 
 std::uint64_t hash_key(std::string_view key) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
@@ -40,13 +38,8 @@ struct SharedStore::Header {
     std::uint64_t entries, value_max, table_size, slot_bytes;
     std::uint64_t used;
     std::int64_t last_sweep_ms;  // a full store sweeps for expired entries at most once a second
-    std::uint64_t quota;         // entries one owner may hold
     pthread_mutex_t mutex;
-    struct Owner {
-        char name[SharedStore::kOwnerNameMax + 1];
-        std::uint64_t entries;
-        std::uint64_t refused;  // writes refused for the quota
-    } owners[SharedStore::kMaxOwners];  // by hash of the name, linear probing; never freed
+    OwnerAccounts owners;        // who holds how many entries (--kv-quota)
 };
 
 struct SharedStore::Slot {
@@ -57,7 +50,7 @@ struct SharedStore::Slot {
     std::uint64_t value_size;
     std::uint64_t hash;
     std::int64_t expires_ms;  // CLOCK_MONOTONIC, the same in every process; 0: never
-    std::uint32_t owner;      // Header::owners index of the writer charged for it
+    std::uint32_t owner;      // the OwnerAccounts index of the writer charged for it
     std::uint32_t reserved;
     char key[kKeyMax];
     char* value() { return reinterpret_cast<char*>(this + 1); }
@@ -123,8 +116,7 @@ SharedStore SharedStore::create(const StoreLimits& limits) {
     header->slot_bytes = slot_bytes_for(limits);
     header->used = 0;
     header->last_sweep_ms = 0;
-    header->quota = limits.quota();
-    std::memset(header->owners, 0, sizeof header->owners);
+    header->owners.reset(limits.quota());
     pthread_mutexattr_t attributes;
     pthread_mutexattr_init(&attributes);
     pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
@@ -146,7 +138,7 @@ SharedStore SharedStore::attach(int fd, const StoreLimits& limits) {
     void* memory = map_store(fd, bytes);
     const auto* header = static_cast<const Header*>(memory);
     if (header->magic != kMagic || header->layout != kLayout || header->entries != limits.entries ||
-        header->value_max != limits.value_max || header->quota != limits.quota()) {
+        header->value_max != limits.value_max || header->owners.quota != limits.quota()) {
         ::munmap(memory, bytes);
         throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
     }
@@ -188,47 +180,14 @@ std::size_t SharedStore::find(std::string_view key, std::uint64_t hash, bool& fo
 
 bool SharedStore::expired(const Slot& s, std::int64_t now) const { return s.expires_ms != 0 && s.expires_ms <= now; }
 
-std::uint32_t SharedStore::owner_index(std::string_view owner) {
-    if (owner.empty()) return 0;
-    owner = owner.substr(0, kOwnerNameMax);
-    const std::uint32_t accounts = kSharedAccount - 1;  // 1 .. kSharedAccount - 1
-    const std::uint32_t home = static_cast<std::uint32_t>(hash_key(owner) % accounts);
-    for (std::uint32_t probe = 0; probe < accounts; ++probe) {
-        const std::uint32_t i = 1 + (home + probe) % accounts;
-        Header::Owner& account = header_->owners[i];
-        if (!account.name[0]) {
-            std::memcpy(account.name, owner.data(), owner.size());
-            account.name[owner.size()] = '\0';
-            return i;
-        }
-        if (owner == account.name) return i;
-    }
-    Header::Owner& shared = header_->owners[kSharedAccount];
-    if (!shared.name[0]) std::strcpy(shared.name, "(others)");
-    return kSharedAccount;
-}
-
-bool SharedStore::within_quota(std::uint32_t owner) const {
-    return owner == 0 || header_->owners[owner].entries < header_->quota;
-}
-
-void SharedStore::charge(std::uint32_t owner, std::int64_t entries) {
-    if (owner == 0 || owner >= kMaxOwners) return;
-    std::uint64_t& held = header_->owners[owner].entries;
-    held = entries < 0 && held < std::uint64_t(-entries) ? 0 : held + std::uint64_t(entries);
-}
-
-std::vector<SharedStore::OwnerUse> SharedStore::owners() const {
-    std::vector<OwnerUse> use;
-    if (!header_) return use;
+std::vector<OwnerAccounts::Use> SharedStore::owners() const {
+    if (!header_) return {};
     Lock lock(const_cast<SharedStore&>(*this));
-    for (const Header::Owner& account : header_->owners)
-        if (account.name[0]) use.push_back({account.name, std::size_t(account.entries), account.refused});
-    return use;
+    return header_->owners.uses();
 }
 
 void SharedStore::erase(std::size_t hole) {
-    charge(slot(hole).owner, -1);
+    header_->owners.charge(slot(hole).owner, -1);
     // Backward shift: later entries of the run move up into the hole if their home allows it.
     const std::size_t mask = header_->table_size - 1;
     for (std::size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
@@ -272,7 +231,7 @@ std::size_t SharedStore::reclaim_expired(std::int64_t now) {
 void SharedStore::clear_all() {
     for (std::size_t i = 0; i < header_->table_size; ++i) slot(i).used = 0;
     header_->used = 0;
-    for (Header::Owner& account : header_->owners) account.entries = 0;
+    header_->owners.clear_charges();
 }
 
 void SharedStore::repair() {
@@ -289,7 +248,7 @@ void SharedStore::repair() {
         if (s.used != 1) continue;  // free, or caught mid-rewrite
         if (s.key_size == 0 || s.key_size > kKeyMax || s.value_size > header_->value_max) continue;
         entries.push_back({std::string(s.key_view()), std::string(s.value(), s.value_size), s.expires_ms,
-                           s.owner < kMaxOwners ? s.owner : 0});
+                           s.owner < OwnerAccounts::kAccounts ? s.owner : OwnerAccounts::kNobody});
     }
     clear_all();
     for (const Entry& e : entries) {
@@ -312,9 +271,9 @@ SharedStore::Result SharedStore::store(std::size_t index, bool found, std::strin
         std::memcpy(s.key, key.data(), key.size());
         ++header_->used;
     } else {
-        charge(s.owner, -1);
+        header_->owners.charge(s.owner, -1);
     }
-    charge(owner, 1);
+    header_->owners.charge(owner, 1);
     s.owner = owner;
     s.value_size = value.size();
     std::memcpy(s.value(), value.data(), value.size());
@@ -369,7 +328,7 @@ SharedStore::Result SharedStore::put(std::string_view key, std::string_view valu
     const std::int64_t now = now_ms();
     const std::int64_t expires = ttl_seconds ? now + std::int64_t(ttl_seconds) * 1000 : 0;
     Lock lock(*this);
-    const std::uint32_t account = owner_index(owner);
+    const std::uint32_t account = header_->owners.index_of(owner);
     bool found = false;
     std::size_t index = find(staged.key_view(), hash, found);
     if (const Result room = make_room(index, found, hash, account, now); room != Result::ok) return room;
@@ -383,7 +342,7 @@ SharedStore::Result SharedStore::make_room(std::size_t& index, bool& found, std:
     const auto new_charge = [&] { return !found || slot(index).owner != account; };
     const auto blocked = [&] {
         if (!found && header_->used >= header_->entries) return Result::full;
-        if (new_charge() && !within_quota(account)) return Result::over_quota;
+        if (new_charge() && !header_->owners.has_room(account)) return Result::over_quota;
         return Result::ok;
     };
     Result result = blocked();
@@ -391,7 +350,7 @@ SharedStore::Result SharedStore::make_room(std::size_t& index, bool& found, std:
         index = find(staged.key_view(), hash, found);
         result = blocked();
     }
-    if (result == Result::over_quota) ++header_->owners[account].refused;
+    if (result == Result::over_quota) header_->owners.count_refusal(account);
     return result;
 }
 
@@ -413,7 +372,7 @@ SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, s
     const std::uint64_t hash = hash_key(staged.key_view());
     const std::int64_t now = now_ms();
     Lock lock(*this);
-    const std::uint32_t account = owner_index(owner);
+    const std::uint32_t account = header_->owners.index_of(owner);
     bool found = false;
     std::size_t index = find(staged.key_view(), hash, found);
     std::int64_t value = 0, expires = 0;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "common/unique_fd.hpp"
+#include "store/owner_accounts.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -37,16 +38,6 @@ public:
     static constexpr std::size_t kKeyMax = 128;
 
     enum class Result { ok, absent, full, too_big, not_integer, over_quota };
-    static constexpr std::size_t kOwnerNameMax = 63;
-    /// Writers the store tells apart; past that many, the rest share one last account.
-    static constexpr std::size_t kMaxOwners = 256;
-
-    /// One writer's use of the store.
-    struct OwnerUse {
-        std::string name;
-        std::size_t entries = 0;
-        std::uint64_t refused = 0;  ///< writes refused for the quota
-    };
 
     /// A new, empty store (the master, or a server without one). Throws on failure.
     static SharedStore create(const StoreLimits& limits);
@@ -70,7 +61,7 @@ public:
     Result add(std::string_view key, std::int64_t delta, std::int64_t& result, std::string_view owner = {});
 
     /// What each writer holds now (expired entries count until reclaimed), for /metrics.
-    std::vector<OwnerUse> owners() const;
+    std::vector<OwnerAccounts::Use> owners() const;
 
     /// Live entries (expired ones included until they are reclaimed), for /-/status and /metrics.
     std::size_t size() const;
@@ -86,14 +77,9 @@ private:
     /// The slot holding `key` (live or expired), or the empty one where it would go.
     std::size_t find(std::string_view key, std::uint64_t hash, bool& found) const;
     void erase(std::size_t index);
-    /// The account of `owner` (made on first use), under the lock.
-    std::uint32_t owner_index(std::string_view owner);
     /// Before a write to `index` (where find() left it) charged to `account`: ok, or full or
     /// over_quota even after expired entries were reclaimed (then index and found are redone).
     Result make_room(std::size_t& index, bool& found, std::uint64_t hash, std::uint32_t account, std::int64_t now);
-    /// Whether `owner` may take one more entry (an entry it does not hold yet).
-    bool within_quota(std::uint32_t owner) const;
-    void charge(std::uint32_t owner, std::int64_t entries);
     bool expired(const Slot& s, std::int64_t now_ms) const;
     /// Erases every expired entry; how many went.
     std::size_t reclaim_expired(std::int64_t now_ms);

@@ -22,8 +22,17 @@ TEST(KvQuota, OneHandlerFillingItsShareLeavesTheOthersTheirs) {
     install_by_rename(test_handler("toolkit.so"), server.handlers() / "filler.so");
     install_by_rename(test_handler("toolkit.so"), server.handlers() / "other.so");
     install_by_rename(test_handler("abi2_2/toolkit.so"), server.handlers() / "older.so");
-    for (const std::string name : {"filler", "other", "older"})
-        ASSERT_TRUE(eventually([&] { return put(server.port(), name, "probe-" + name) == "rc 0\n"; }, 5s)) << name;
+    // Both workers serve all three before anything is counted.
+    const auto loads_of = [&](const std::string& name) {
+        const std::string log = server.log(), line = "handler " + name + ": loaded";
+        std::size_t n = 0;
+        for (auto at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+        return n;
+    };
+    for (const std::string name : {"filler", "other", "older"}) {
+        ASSERT_TRUE(eventually([&] { return loads_of(name) >= 2; }, 10s)) << name;
+        ASSERT_EQ(put(server.port(), name, "probe-" + name), "rc 0\n") << name;
+    }
     // Each holds one entry now (its probe): three more fit, then the quota says no.
     for (int i = 0; i < 3; ++i) EXPECT_EQ(put(server.port(), "filler", "f" + std::to_string(i)), "rc 0\n") << i;
     for (int i = 3; i < 8; ++i) EXPECT_EQ(put(server.port(), "filler", "f" + std::to_string(i)), "rc -6\n") << i;

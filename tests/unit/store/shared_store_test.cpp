@@ -413,7 +413,6 @@ struct HeaderLayout3 {
     std::uint64_t entries, value_max, table_size, slot_bytes;
     std::uint64_t used;
     std::int64_t last_sweep_ms;
-    std::uint64_t quota;
     pthread_mutex_t mutex;
 };
 
