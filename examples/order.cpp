@@ -18,7 +18,8 @@ using json = nlohmann::json;
 
 int answer(csp::reply& reply, int status, const json& body) {
     reply.content_type("application/json");
-    reply << body.dump() << "\n";
+    // A parse error quotes the client's bytes, which need not be UTF-8: replaced, never thrown on.
+    reply << body.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     return status;
 }
 

@@ -78,8 +78,8 @@ Invocation parse_command_line(int argc, char** argv) {
         ->capture_default_str();
     std::string upload_dir;
     app.add_option("--upload-dir", upload_dir, "where those files go (default: TMPDIR, or /tmp)");
-    // Connections time deadlines with 32-bit millisecond stamps: good for 49 days.
-    const CLI::Range kTimeoutRange(0u, 30u * 86400u, "at most 30 days");
+    // Connections time deadlines with 32-bit millisecond stamps, compared as signed: good for 24 days.
+    const CLI::Range kTimeoutRange(0u, 20u * 86400u, "at most 20 days");
     app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
         ->capture_default_str()
         ->check(kTimeoutRange);

@@ -12,8 +12,8 @@ std::int64_t monotonic_now_ns() noexcept;
 /// CLOCK_MONOTONIC_COARSE: same clock, a few milliseconds of resolution, several times cheaper.
 std::int64_t coarse_monotonic_now_ns() noexcept;
 /// The coarse clock in milliseconds, modulo 2^32: a cheap timestamp for deadlines. The difference of
-/// two readings is right for 49 days, and overstates the time between them by less than
-/// coarse_slack_ms().
+/// two readings is right for 49 days (24 when they are ordered with coarse_later), and overstates
+/// the time between them by less than coarse_slack_ms().
 std::uint32_t coarse_now_ms() noexcept;
 /// The coarse clock's resolution rounded up to a millisecond (a jiffy, 1 to 10 ms).
 std::uint32_t coarse_slack_ms() noexcept;

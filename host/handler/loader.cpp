@@ -137,6 +137,7 @@ HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool s
         throw std::system_error(errno, std::system_category(),
                                 "cannot create private handler directory under " + scratch_parent.string());
     scratch_dir_ = pattern;
+    owner_lock_ = claim_private_folder(scratch_dir_);
 }
 
 std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {

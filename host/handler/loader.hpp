@@ -4,6 +4,7 @@
 // a path or inode it already has), check the ABI, run init.
 #pragma once
 
+#include "common/unique_fd.hpp"
 #include "handler/load_gate.hpp"
 #include "handler/version.hpp"
 
@@ -79,6 +80,7 @@ public:
 
 private:
     std::filesystem::path scratch_dir_;
+    UniqueFd owner_lock_;  // says scratch_dir_ is in use while this process lives
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
     LoadGate* gate_ = nullptr;

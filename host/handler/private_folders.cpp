@@ -1,5 +1,7 @@
 #include "handler/private_folders.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,10 +30,20 @@ std::optional<pid_t> owner_pid(std::string_view name) {
     return pid;
 }
 
+constexpr const char* kOwnerFile = ".owner";
+
 /// A folder, not a link, owned by this user: the only kind removed.
 bool ours(const std::filesystem::path& folder) {
     struct stat st;
     return ::lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+/// Whether a live process still holds the folder's owner lock (one without the file, made before
+/// its owner claimed it or by an older cspd, is judged by its pid alone).
+bool still_held(const std::filesystem::path& folder) {
+    const UniqueFd owner(::open((folder / kOwnerFile).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!owner) return false;
+    return ::flock(owner.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 template <class Wanted>
@@ -40,7 +52,7 @@ std::size_t remove_where(const std::filesystem::path& parent, Wanted wanted) {
     std::error_code ec;
     for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
         const std::optional<pid_t> pid = owner_pid(it->path().filename().native());
-        if (!pid || !wanted(*pid) || !ours(it->path())) continue;
+        if (!pid || !wanted(*pid) || !ours(it->path()) || still_held(it->path())) continue;
         std::error_code ignored;
         if (std::filesystem::remove_all(it->path(), ignored) != static_cast<std::uintmax_t>(-1)) ++removed;
     }
@@ -55,6 +67,12 @@ std::filesystem::path private_folder_parent() {
 
 std::string private_folder_pattern(const std::filesystem::path& parent, pid_t pid) {
     return (parent / (std::string(kPrefix) + std::to_string(pid) + "-XXXXXX")).string();
+}
+
+UniqueFd claim_private_folder(const std::filesystem::path& folder) {
+    UniqueFd owner(::open((folder / kOwnerFile).c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (owner && ::flock(owner.get(), LOCK_EX | LOCK_NB) != 0) owner.reset();
+    return owner;
 }
 
 std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent) {

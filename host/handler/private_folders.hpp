@@ -2,7 +2,13 @@
 // a folder of its own, "cspd-PID-XXXXXX" under TMPDIR (or /tmp), removed when it exits cleanly.
 // A process that dies leaves its folder behind: the master removes it after the reap, and a
 // server starting removes those of processes that are gone.
+//
+// A pid alone does not say whose a folder is (servers in other pid namespaces may share TMPDIR):
+// its owner holds an flock on the folder's ".owner" file for as long as it lives, and a folder is
+// only removed when that lock can be taken (the kernel drops it when its holder dies).
 #pragma once
+
+#include "common/unique_fd.hpp"
 
 #include <sys/types.h>
 
@@ -16,6 +22,9 @@ namespace cspd {
 std::filesystem::path private_folder_parent();
 /// The mkdtemp(3) pattern for process `pid`'s folder under `parent`.
 std::string private_folder_pattern(const std::filesystem::path& parent, pid_t pid);
+/// Marks `folder` as this process's for as long as the returned descriptor stays open; an
+/// empty descriptor if it cannot (the folder is then removed only by its pid).
+UniqueFd claim_private_folder(const std::filesystem::path& folder);
 /// Removes what `pid` (a process this one reaped) left under `parent`; how many folders.
 std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent = private_folder_parent());
 /// Removes the folders, owned by this user, of processes that no longer run (an earlier run that

@@ -44,7 +44,7 @@ std::shared_ptr<SpilledBody> SpilledBody::create(const std::filesystem::path& fo
     struct statvfs space {};
     std::size_t share = SIZE_MAX;  // a file system that cannot say: only its own limits
     if (::fstatvfs(fd.get(), &space) == 0)
-        share = std::size_t(space.f_bavail) * space.f_frsize / (being_written() + 1);
+        share = std::size_t(space.f_bavail) * space.f_frsize / (being_written() + 2);
     if (expected > share) {
         no_room = true;
         error = "a body of " + std::to_string(expected) + " bytes is over its share of the free space in " +

@@ -4,8 +4,9 @@
 // unlinked at once): it goes when the last holder of the mapping lets go, whatever happens.
 //
 // No one body may fill the folder: each may grow to its share of the space free when it began,
-// that space divided among the bodies this process is writing and itself. A client that holds
-// its share by sending slowly is the connection's to cut (--min-body-rate).
+// that space divided among the bodies this process (a worker) is writing, itself, and one more
+// (so even the first leaves half of it for the others). A client that holds its share by
+// sending slowly is the connection's to cut (--min-body-rate).
 #pragma once
 
 #include "common/unique_fd.hpp"

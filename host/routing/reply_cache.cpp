@@ -75,7 +75,7 @@ const CachedReply* ReplyCache::find(const HandlerVersion& version, std::string_v
         for (const HttpHeader& h : request.headers)
             if (iequals(h.name, name)) take(h.value);
     };
-    const std::string_view host = request.header("host");
+    const std::string_view host = trim_ows(request.header("host"));
     const auto found = handler.entries.find(std::string_view(key_for(host, path, query, handler.vary, values_of)));
     if (found == handler.entries.end() || found->second.expires_ns <= now_ns) {
         if (found != handler.entries.end()) erase(found->second);
@@ -116,7 +116,7 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
     if (!fresh && (handler.sequence != version.sequence() || handler.vary != vary)) clear(handler);
     handler.sequence = version.sequence();
     handler.vary = vary;
-    const std::string& key = key_for(header_of("host"), {request.path.data, request.path.size},
+    const std::string& key = key_for(trim_ows(header_of("host")), {request.path.data, request.path.size},
                                      {request.query.data, request.query.size}, vary, values_of);
     if (auto old = handler.entries.find(std::string_view(key)); old != handler.entries.end()) erase(old->second);
     while (bytes_ + bytes > max_bytes_ && !lru_.empty()) erase(*lru_.back());

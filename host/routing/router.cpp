@@ -34,7 +34,8 @@ bool has_good_host(const HttpRequest& request, bool required) {
     int hosts = 0;
     for (const auto& h : request.headers)
         if (h.name.size() == 4 && iequals(h.name, "host")) {
-            if (++hosts > 1 || !is_valid_host_header(h.value)) return false;
+            // llhttp keeps whitespace after a value, which RFC 9112 allows there.
+            if (++hosts > 1 || !is_valid_host_header(trim_ows(h.value))) return false;
         }
     return hosts == 1 || !required;
 }

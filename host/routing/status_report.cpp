@@ -224,34 +224,36 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
 }
 
 std::string without_paths(std::string_view text) {
+    // A word is what lies between blanks, quotes, brackets, parentheses and commas; a word with a
+    // '/' in it is (part of) a path and is cut to its last part. A ':' after that last '/' ends the
+    // path (dlopen's "FILE: reason"). A path with a space in it keeps at most the folder name
+    // before the space.
+    const auto separator = [](char c) { return std::string_view(" \t\n'\"()[]{}<>,").find(c) != std::string_view::npos; };
     std::string out;
     out.reserve(text.size());
     std::size_t i = 0;
     while (i < text.size()) {
-        const bool word_start = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\'' || text[i - 1] == '"' ||
-                                text[i - 1] == '(' || text[i - 1] == '=';
-        if (text[i] != '/' || !word_start) {
+        if (separator(text[i])) {
             out.push_back(text[i++]);
             continue;
         }
-        // A path runs to the next space or quote; a ':' after its last '/' ends it too (dlopen's
-        // "FILE: reason").
         std::size_t end = i;
-        while (end < text.size() && text[end] != ' ' && text[end] != '\'' && text[end] != '"' && text[end] != ')')
-            ++end;
-        std::string_view path = text.substr(i, end - i);
-        const std::size_t last_slash = path.find_last_of('/');
-        if (const std::size_t colon = path.find(':', last_slash); colon != std::string_view::npos) {
-            end = i + colon;
-            path = path.substr(0, colon);
-        }
-        std::string_view name = path.substr(path.find_last_of('/') + 1);
-        if (name.empty()) {  // "/a/b/": the folder's own name
-            const std::string_view trimmed = path.substr(0, path.find_last_not_of('/') + 1);
-            name = trimmed.substr(trimmed.find_last_of('/') + 1);
-        }
-        out.append(name.empty() ? std::string_view("/") : name);
+        while (end < text.size() && !separator(text[end])) ++end;
+        std::string_view word = text.substr(i, end - i);
         i = end;
+        const std::size_t last_slash = word.rfind('/');
+        if (last_slash == std::string_view::npos) {
+            out.append(word);
+            continue;
+        }
+        std::string_view rest;  // what follows the path in the same word (": reason")
+        if (const std::size_t colon = word.find(':', last_slash); colon != std::string_view::npos) {
+            rest = word.substr(colon);
+            word = word.substr(0, colon);
+        }
+        const std::string_view trimmed = word.substr(0, word.find_last_not_of('/') + 1);  // "/a/b/" is b
+        const std::string_view name = trimmed.substr(trimmed.rfind('/') + 1);
+        out.append(name.empty() ? std::string_view("/") : name).append(rest);
     }
     return out;
 }

@@ -30,13 +30,13 @@ constexpr std::size_t kKeepLoopOutput = 256 * 1024;
 }  // namespace
 
 Connection::Connection(LoopContext& loop, int fd, const tcp::endpoint& peer, Lane lane)
-    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()) {
-    loop_.connections.attach(this);
-    lane_ = lane;
-    ++loop_.open_in_lane[std::size_t(lane_)];
+    : loop_(loop), fd_(fd), ipv6_(peer.address().is_v6()), lane_(lane) {
+    // What may throw comes first: the destructor undoes only what a finished constructor did.
     std::string text = peer.address().to_string();
     text.copy(address_, sizeof address_ - 1);
     port_ = peer.port();
+    loop_.connections.attach(this);
+    ++loop_.open_in_lane[std::size_t(lane_)];
 }
 
 Connection::~Connection() {

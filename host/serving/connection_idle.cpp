@@ -130,7 +130,8 @@ void Connection::refuse_slow_body() {
                  port_, loop_.limits.min_body_rate);
     append_error(loop_.output, HttpStatus::request_timeout, loop_.date.now(), false, false);
     closing_ = true;
-    send_output();
+    linger_on_close_ = true;  // the client is still sending: a reset could destroy the 408
+    send_output();  // may close, and so free, this connection: nothing follows
 }
 
 void Connection::on_tick(std::uint32_t now) {
@@ -166,7 +167,9 @@ void Connection::on_tick(std::uint32_t now) {
     case State::waiting:
         if (waiting_->streaming()) {
             // The head is out: no 504 any more. A stream that says nothing for so long is cut.
-            if (config.pending_timeout_s > 0 && passed(coarse_later(last_write_, waiting_since_), config.pending_timeout_s))
+            // Its last sign of life is kept fresh here, so a stream may live past the stamps' wrap.
+            waiting_since_ = coarse_later(last_write_, waiting_since_);
+            if (config.pending_timeout_s > 0 && passed(waiting_since_, config.pending_timeout_s))
                 cut_stream("stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
         } else if (waiting_->blocking()) {
             if (config.handler_timeout_s > 0 && passed(waiting_since_, config.handler_timeout_s))

@@ -21,7 +21,7 @@
 namespace cspd {
 namespace {
 constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
-constexpr std::uint32_t kLayout = 3;
+constexpr std::uint32_t kLayout = 4;
 
 std::uint64_t hash_key(std::string_view key) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64

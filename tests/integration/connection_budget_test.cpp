@@ -52,9 +52,14 @@ TEST(ConnectionBudget, AFloodOfThePublicPortLeavesTheStatusAddressAnswering) {
     }
     EXPECT_EQ(status_of(fetch(status_port, "/-/status")), 200);
     EXPECT_EQ(status_of(fetch(status_port, "/metrics")), 200);
-    // Connections held on the status address count against its own budget, not the public one.
-    const auto held_status = flood(status_port, 10);
+    // Connections held on the status address count against its own budget, not the public one...
+    auto held_status = flood(status_port, 10);
     EXPECT_EQ(status_of(fetch(status_port, "/-/healthy")), 200);
+    // ...which is bounded too: 32 held, the next is refused; one let go, one gets in again.
+    auto more = flood(status_port, 22);
+    EXPECT_TRUE(eventually([&] { return status_of(fetch(status_port, "/-/healthy")) == 503; }, 5s));
+    held_status.pop_back();
+    EXPECT_TRUE(eventually([&] { return status_of(fetch(status_port, "/-/healthy")) == 200; }, 5s));
 }
 
 TEST(ConnectionBudget, ProbesOnAFullPublicPortStillGetIn) {

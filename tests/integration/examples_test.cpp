@@ -136,6 +136,11 @@ TEST_F(ExamplesTest, OrderReadsAJsonBodyWithALibraryAndSaysWhatIsWrong) {
     EXPECT_EQ(shape->status, 422);
     EXPECT_EQ(nlohmann::json::parse(shape->body).at("error"), "items[0].qty must be an integer from 1 to 1000");
     EXPECT_EQ(post(R"([1, 2])")->status, 422);
+    // Bytes that are not UTF-8 in a broken body: still a 400 whose reason is valid JSON.
+    auto garbage = post("{\"items\": \"\xff\xfe");
+    ASSERT_TRUE(garbage);
+    EXPECT_EQ(garbage->status, 400);
+    EXPECT_TRUE(nlohmann::json::accept(garbage->body)) << garbage->body;
     EXPECT_EQ(post("items=1", "application/x-www-form-urlencoded")->status, 415);
     EXPECT_EQ(fetch(server.port(), "/csp/order")->status, 405);
 }

@@ -109,6 +109,7 @@ std::vector<Case> cases() {
         {"ipv6 host", "GET /csp/hello HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 200},
         {"ipv4 host", "GET /csp/hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200},
         {"empty host", "GET /csp/hello HTTP/1.1\r\nHost:\r\n\r\n", 200},
+        {"host with whitespace after it", "GET /csp/hello HTTP/1.1\r\nHost: example.com \t\r\n\r\n", 200},
         {"two spaces before the target", "GET  /csp/hello HTTP/1.1\r\nHost: h\r\n\r\n", 400},
         {"two spaces before the version", "GET /csp/hello  HTTP/1.1\r\nHost: h\r\n\r\n", 400},
         {"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 400},

@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -80,10 +84,16 @@ TEST_F(PrivateFolders, AServerStartingRemovesThoseOfProcessesThatAreGone) {
     const auto left_by_gone = tmp_ / ("cspd-" + std::to_string(gone) + "-a1b2c3");
     const auto of_a_live_process = tmp_ / ("cspd-" + std::to_string(::getpid()) + "-d4e5f6");
     const auto not_ours = tmp_ / "cspd-notes";
-    for (const auto& folder : {left_by_gone, of_a_live_process, not_ours}) {
+    // Its pid is gone here, but its owner lock is held: a live process in another pid namespace
+    // sharing this TMPDIR (a container) looks like that.
+    const auto held_elsewhere = tmp_ / ("cspd-" + std::to_string(gone) + "-e7f8a9");
+    for (const auto& folder : {left_by_gone, of_a_live_process, not_ours, held_elsewhere}) {
         std::filesystem::create_directories(folder);
         std::ofstream(folder / "hello.1.so") << "copy";
     }
+    const int lock = ::open((held_elsewhere / ".owner").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    ASSERT_GE(lock, 0);
+    ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
     for (const char* mode : {"--workers", "--single-process"}) {
         std::filesystem::create_directories(left_by_gone);
         std::vector<std::string> args = {mode};
@@ -92,8 +102,10 @@ TEST_F(PrivateFolders, AServerStartingRemovesThoseOfProcessesThatAreGone) {
         EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(left_by_gone); }, 5s)) << mode;
         EXPECT_TRUE(std::filesystem::exists(of_a_live_process)) << mode;
         EXPECT_TRUE(std::filesystem::exists(not_ours)) << mode;
+        EXPECT_TRUE(std::filesystem::exists(held_elsewhere)) << mode;
         EXPECT_EQ(server.stop(), 0);
     }
+    ::close(lock);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
 
-constexpr std::size_t kMiB = 1024 * 1024;
+constexpr std::size_t kPart = 720 * 1024;  // what each upload sends
 
 /// A 4 MiB tmpfs, unmounted at the end.
 class SmallFolder {
@@ -62,18 +62,20 @@ TEST(UploadSpace, DrippingClientsCannotHoldTheUploadFolder) {
     ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; },
                            5s));
 
-    // Three clients each send 1 MiB of a body a little larger, then (those still let) a byte a second.
-    // Each waits until the folder holds what it sent, so the shares are known.
-    const std::string mib(kMiB, 'd');
+    // Three clients each send 720 KiB of a body a little larger, then (those still let) a byte a
+    // second. Each waits until the folder holds what it sent, so the shares are known: a body may
+    // take what is free divided among those being written, itself and one more.
+    const std::string part(kPart, 'd');
     std::vector<std::unique_ptr<HttpClient>> drippers;
     for (int i = 0; i < 3; ++i) {
         drippers.push_back(std::make_unique<HttpClient>(server.port(), 1s));
-        drippers.back()->send(post_head(kMiB + 100, false) + mib);
+        drippers.back()->send(post_head(kPart + 100, false) + part);
         if (i < 2) {
-            ASSERT_TRUE(eventually([&] { return folder.used() >= std::size_t(i + 1) * kMiB; }, 5s)) << i;
+            ASSERT_TRUE(eventually([&] { return folder.used() >= std::size_t(i + 1) * kPart; }, 5s)) << i;
         }
     }
-    // The third found its share too small at once (2 MiB free among three): 507, and its file gone.
+    // The first two took up to 2 MiB and 1.1 MiB; the third's share (2.6 MiB free among four, about
+    // 660 KiB) is too small at once: 507, and its file gone.
     auto third = drippers[2]->read_response();
     ASSERT_TRUE(third);
     EXPECT_EQ(third->status, 507);
@@ -83,7 +85,7 @@ TEST(UploadSpace, DrippingClientsCannotHoldTheUploadFolder) {
     // A legitimate upload meanwhile is told at once, before it sends its body: no 100 Continue.
     {
         HttpClient legit(server.port(), 10s);
-        legit.send(post_head(kMiB, true));
+        legit.send(post_head(kPart, true));
         auto r = legit.read_response();
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 507) << r->raw.substr(0, 200);
@@ -105,17 +107,17 @@ TEST(UploadSpace, DrippingClientsCannotHoldTheUploadFolder) {
     EXPECT_EQ(answered[0], 408) << server.log();
     EXPECT_EQ(answered[1], 408);
     EXPECT_TRUE(server.wait_for_log("slower than --min-body-rate 500 B/s; answered 408"));
-    EXPECT_TRUE(eventually([&] { return folder.used() < kMiB; }, 5s));
+    EXPECT_TRUE(eventually([&] { return folder.used() < kPart; }, 5s));
 
     // Now the same legitimate upload goes through whole.
     HttpClient legit(server.port(), 10s);
-    legit.send(post_head(kMiB, true));
+    legit.send(post_head(kPart, true));
     ASSERT_EQ(legit.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
-    legit.send(mib);
+    legit.send(part);
     auto r = legit.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
-    EXPECT_NE(r->body.find("body-size=1048576\n"), std::string::npos);
+    EXPECT_NE(r->body.find("body-size=" + std::to_string(kPart) + "\n"), std::string::npos);
 }
 
 TEST(UploadSpace, ABodyThatKeepsPaceIsNotCut) {

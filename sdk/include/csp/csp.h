@@ -348,8 +348,8 @@ static inline csp_str csp_request_id(const csp_request *req) {
 
 /* ---- the reply cache (2.2) -------------------------------------------- */
 
-/* Asks the host to keep this reply and answer later GET and HEAD requests for the same path and
- * query with it, from memory and without calling the handler, for `seconds` (0: do not
+/* Asks the host to keep this reply and answer later GET and HEAD requests for the same Host, path
+ * and query with it, from memory and without calling the handler, for `seconds` (0: do not
  * keep it; at most a year). Only for a reply to a GET without a body that is answered whole (now,
  * or by csp_pending_finish; never a stream), with a status below 500 other than 206 and 304.
  * Never kept: a reply with a Set-Cookie header, or one to a request that carried Cookie or
@@ -527,7 +527,7 @@ static inline int csp_loop_watch_fd(csp_pending *pending, int fd, unsigned event
 
 /* ---- streamed replies (2.1) ------------------------------------------ */
 
-/* Sends the head now -- `status` (200..599, not 204 or 304), the content type and headers set so
+/* Sends the head now -- `status` (200..599, not 204, 205 or 304), the content type and headers set so
  * far -- and turns the reply into a stream: its body is what csp_stream_write writes, chunked on
  * HTTP/1.1 and delimited by the connection's close on HTTP/1.0. A HEAD request gets the head alone
  * and its exchange ends there, whatever the handler does next: later writes give -1 and

@@ -177,7 +177,7 @@ public:
     }
     /// `return rep.redirect(303, "/csp/done");` -- -1 (a 500) for an unsafe target or a bad status.
     int redirect(int status, const std::string& location) { return csp_redirect(r_, status, location.c_str()); }
-    /// Keeps this reply for later GETs and HEADs of the same path and query (csp_reply_cache).
+    /// Keeps this reply for later GETs and HEADs of the same Host, path and query (csp_reply_cache).
     bool cache(std::chrono::seconds ttl) { return csp_reply_cache(r_, static_cast<unsigned>(ttl.count())) == 0; }
     /// Makes request header `name` part of the cache key (csp_reply_cache_vary).
     bool cache_vary(std::string_view name) {

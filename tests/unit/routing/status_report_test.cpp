@@ -93,7 +93,11 @@ TEST(WithoutPaths, KeepsTheFileAndTheReasonAndDropsWhereTheyAre) {
     EXPECT_EQ(without_paths("folder /srv/handlers/ is group-writable"), "folder handlers is group-writable");
     EXPECT_EQ(without_paths("'/a/b c.so' is not an ELF file"), "'b c.so' is not an ELF file");
     EXPECT_EQ(without_paths("ABI 3.0 is newer than this host's 2.3"), "ABI 3.0 is newer than this host's 2.3");
-    EXPECT_EQ(without_paths("a/b stays: not absolute"), "a/b stays: not absolute");
+    EXPECT_EQ(without_paths("a/b is a path too: b"), "b is a path too: b");
+    EXPECT_EQ(without_paths("init threw: cannot open [/srv/app/secret.json]: No such file"),
+              "init threw: cannot open [secret.json]: No such file");
+    EXPECT_EQ(without_paths("x:/srv/a.so,/srv/b.so"), "a.so,b.so");
+    EXPECT_EQ(without_paths("/srv/my dir/cspd-1-x/h.so: bad"), "my h.so: bad");  // the folder's first word stays
     EXPECT_EQ(without_paths("/"), "/");
     EXPECT_EQ(without_paths(""), "");
 }

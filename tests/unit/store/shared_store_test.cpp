@@ -405,9 +405,9 @@ TEST(SharedStore, ChildrenAddConcurrentlyWithoutLosingCounts) {
     EXPECT_EQ(get(store, "hits"), std::to_string(kChildren * kAdds));
 }
 
-// The store's mutex is private. This test reaches it by mirroring the header's layout (version 2,
+// The store's mutex is private. This test reaches it by mirroring the header's layout (version 4,
 // checked below), so that a child can die holding it; a test hook in the class would be cleaner.
-struct HeaderLayout3 {
+struct HeaderLayout4 {
     std::uint32_t magic;
     std::uint32_t layout;
     std::uint64_t entries, value_max, table_size, slot_bytes;
@@ -421,13 +421,13 @@ TEST(SharedStore, SurvivesAProcessKilledWhileHoldingTheLock) {
     SharedStore store = SharedStore::create(limits);
     ASSERT_EQ(store.put("kept", "v", 0), Result::ok);
     ASSERT_EQ(store.put("n", "1", 0), Result::ok);
-    void* memory = ::mmap(nullptr, sizeof(HeaderLayout3), PROT_READ | PROT_WRITE, MAP_SHARED, store.fd(), 0);
+    void* memory = ::mmap(nullptr, sizeof(HeaderLayout4), PROT_READ | PROT_WRITE, MAP_SHARED, store.fd(), 0);
     ASSERT_NE(memory, MAP_FAILED);
-    auto* header = static_cast<HeaderLayout3*>(memory);
-    if (header->magic != 0x6373706b || header->layout != 3 || header->entries != limits.entries ||
+    auto* header = static_cast<HeaderLayout4*>(memory);
+    if (header->magic != 0x6373706b || header->layout != 4 || header->entries != limits.entries ||
         header->value_max != limits.value_max || header->used != 2) {
-        ::munmap(memory, sizeof(HeaderLayout3));
-        FAIL() << "the store's header is no longer layout 3: update HeaderLayout3";
+        ::munmap(memory, sizeof(HeaderLayout4));
+        FAIL() << "the store's header is no longer layout 4: update HeaderLayout4";
     }
 
     const pid_t holder = ::fork();
@@ -454,7 +454,7 @@ TEST(SharedStore, SurvivesAProcessKilledWhileHoldingTheLock) {
     EXPECT_EQ(store.size(), 3u);
     EXPECT_EQ(pthread_mutex_trylock(&header->mutex), 0);
     EXPECT_EQ(pthread_mutex_unlock(&header->mutex), 0);
-    ::munmap(memory, sizeof(HeaderLayout3));
+    ::munmap(memory, sizeof(HeaderLayout4));
 }
 
 }  // namespace
