@@ -3,10 +3,33 @@
 #include "common/clocks.hpp"
 #include "stats/shared_stats.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace cspd {
 
+HandlerStats* HandlerTable::stats_for(const std::string& name) {
+    if (!slot_) return nullptr;
+    if (HandlerStats* stats = handler_stats(*slot_, name)) return stats;
+    bool freed = false;
+    for (auto it = removed_.begin(); it != removed_.end();) {
+        if (it->second.expired() && it->first != name) {
+            freed |= retire_handler_stats(*slot_, it->first);
+            it = removed_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (freed)
+        if (HandlerStats* stats = handler_stats(*slot_, name)) return stats;
+    if (name.size() < kStatsNameBytes && untracked_.insert(name).second)
+        spdlog::warn("handler {}: served, but not in /-/status, /metrics or the dashboard: this event loop already "
+                     "counts {} handler names that are live or still in use; remove some, or run fewer per server",
+                     name, kMaxTrackedHandlers);
+    return nullptr;
+}
+
 void HandlerTable::set(const std::string& name, std::shared_ptr<const HandlerVersion> version, bool count) {
-    HandlerStats* stats = slot_ ? handler_stats(*slot_, name) : nullptr;
+    HandlerStats* stats = stats_for(name);
     if (stats) {
         stats->info.write([&](VersionInfo& info) {
             info.live = version != nullptr;
@@ -22,14 +45,24 @@ void HandlerTable::set(const std::string& name, std::shared_ptr<const HandlerVer
         if (version && count) bump(stats->loads);
     }
     if (!version) {
-        table_.erase(name);
+        if (const auto it = table_.find(name); it != table_.end()) {
+            removed_[name] = it->second.version;
+            table_.erase(it);
+        } else {
+            removed_.try_emplace(name);  // refused only: nothing ever ran
+        }
         return;
     }
+    removed_.erase(name);
+    untracked_.erase(name);
     table_[name] = Entry{std::move(version), stats};
 }
 
 void HandlerTable::note_refusal(const std::string& name, const std::string& reason, bool count) {
-    HandlerStats* stats = slot_ ? handler_stats(*slot_, name) : nullptr;
+    // A name only ever refused gets no removal when its file goes: its counters may be freed
+    // (once every entry holds a name) as if removed; a later refusal claims them again.
+    if (!table_.contains(name)) removed_.try_emplace(name);
+    HandlerStats* stats = stats_for(name);
     if (!stats) return;
     stats->info.write([&](VersionInfo& info) { copy_text(info.refusal, sizeof info.refusal, reason); });
     if (count) bump(stats->refusals);

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cspd {
 
@@ -45,12 +46,20 @@ public:
     std::size_t size() const { return table_.size(); }
 
 private:
+    /// `name`'s counters in the slot, claimed if new. When every entry holds a name, those of
+    /// removed names that nothing uses any more are freed first; failing that, it is said once.
+    HandlerStats* stats_for(const std::string& name);
+
     // Inline FNV-1a: names are short, and libstdc++'s out-of-line murmur cost more per request.
     struct Hash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const { return fnv1a64(s); }
     };
     std::unordered_map<std::string, Entry, Hash, std::equal_to<>> table_;
+    // Names removed from the table, with their last version: their counters are freed for another
+    // name only once nothing (a deferred reply, a stream) holds that version and counts into them.
+    std::unordered_map<std::string, std::weak_ptr<const HandlerVersion>> removed_;
+    std::unordered_set<std::string> untracked_;  // names already said to have no counters
     LoopSlot* slot_ = nullptr;
 };
 

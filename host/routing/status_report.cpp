@@ -51,7 +51,9 @@ Summary summarize(const SharedStats& stats) {
             sum.blocking_queued += read(slot.blocking_queued);
         }
         for (const HandlerStats& entry : slot.handlers) {
-            if (entry.in_use.load(std::memory_order_acquire) == 0) break;  // claimed in order
+            const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
+            if (use == kStatsNeverUsed) break;  // claimed in order
+            if (use == kStatsRetired) continue;
             const VersionInfo info = snapshot(entry.info);
             HandlerSummary& h = sum.handlers[info.name];
             if (info.live && (!h.live || info.loaded_unix_ms > h.newest.loaded_unix_ms)) h.newest = info;

@@ -61,18 +61,52 @@ void copy_text(char* field, std::size_t field_size, std::string_view text) noexc
     field[n] = '\0';
 }
 
+namespace {
+void zero(Counter& counter) { counter.store(0, std::memory_order_relaxed); }
+
+/// Gives `entry` to `name` with nothing counted. Readers skip it until in_use says so.
+void claim(HandlerStats& entry, std::string_view name) {
+    for (Counter& c : entry.requests) zero(c);
+    for (Counter& c : entry.latency) zero(c);
+    for (Counter* c : {&entry.errors, &entry.latency_sum_ns, &entry.loads, &entry.refusals, &entry.slow_calls}) zero(*c);
+    entry.info.write([&](VersionInfo& info) {
+        info = VersionInfo{};
+        copy_text(info.name, sizeof info.name, name);
+    });
+    entry.in_use.store(kStatsInUse, std::memory_order_release);
+}
+}  // namespace
+
 HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept {
     if (name.empty() || name.size() >= kStatsNameBytes) return nullptr;
+    // Only this slot's loop claims entries: no race between claimers.
+    HandlerStats* retired = nullptr;
     for (HandlerStats& entry : slot.handlers) {
-        if (entry.in_use.load(std::memory_order_acquire) == 0) {
-            // Only this slot's loop claims entries: no race between claimers.
-            entry.info.write([&](VersionInfo& info) { copy_text(info.name, sizeof info.name, name); });
-            entry.in_use.store(1, std::memory_order_release);
-            return &entry;
+        const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
+        if (use == kStatsNeverUsed) {  // the rest are unused too: the name is new
+            if (!retired) retired = &entry;
+            break;
+        }
+        if (use == kStatsRetired) {
+            if (!retired) retired = &entry;
+            continue;
         }
         if (std::string_view(entry.info.writer_view().name) == name) return &entry;
     }
-    return nullptr;
+    if (retired) claim(*retired, name);
+    return retired;
+}
+
+bool retire_handler_stats(LoopSlot& slot, std::string_view name) noexcept {
+    for (HandlerStats& entry : slot.handlers) {
+        const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
+        if (use == kStatsNeverUsed) break;
+        if (use == kStatsInUse && std::string_view(entry.info.writer_view().name) == name) {
+            entry.in_use.store(kStatsRetired, std::memory_order_release);
+            return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace cspd

@@ -49,9 +49,13 @@ struct VersionInfo {
     char refusal[192]{};  // the last refusal's reason, if any
 };
 
+/// HandlerStats::in_use. Entries are claimed in order; a retired one (its name was removed and
+/// nothing holds its last version) is claimed again before the table is called full.
+enum HandlerStatsUse : std::uint32_t { kStatsNeverUsed = 0, kStatsInUse = 1, kStatsRetired = 2 };
+
 /// One handler name as seen by one event loop.
 struct HandlerStats {
-    std::atomic<std::uint32_t> in_use{0};  // set once the name is written
+    std::atomic<std::uint32_t> in_use{0};  // a HandlerStatsUse: set once the name is written
     Seqlock<VersionInfo> info;
     Counter requests[5];               // by status class
     Counter errors;                    // threw, or returned no valid status
@@ -144,8 +148,11 @@ private:
 /// Copies `text` into a fixed field, cut to fit and NUL-terminated.
 void copy_text(char* field, std::size_t field_size, std::string_view text) noexcept;
 
-/// The slot's entry for `name`, claimed if new; null if the name is too long or the table is full.
+/// The slot's entry for `name`, claimed if new (a never used entry, else a retired one, its
+/// counters zeroed); null if the name is too long or every entry holds a name.
 HandlerStats* handler_stats(LoopSlot& slot, std::string_view name) noexcept;
+/// Frees `name`'s entry for another name (the slot's own loop only); false if it has none.
+bool retire_handler_stats(LoopSlot& slot, std::string_view name) noexcept;
 
 /// A consistent copy of a handler's version info, its texts NUL-terminated whatever a dying writer left.
 inline VersionInfo snapshot(const Seqlock<VersionInfo>& info) noexcept {

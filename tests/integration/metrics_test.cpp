@@ -231,6 +231,28 @@ TEST(Metrics, ThePublicStatusNamesRefusedFilesButNotWhereTheyAre) {
     EXPECT_EQ(fetch(plain.port(), "/-/status")->body.find("/tmp/"), std::string::npos);
 }
 
+TEST(Metrics, NamesAddedAndRemovedAreRecycledSoANewOneIsStillCounted) {
+    // More names come and go than a loop has counters for (128): a removed one's counters are
+    // given to the next name, so a new handler always shows in /-/status and /metrics.
+    TestServer server({"--workers", "1"});
+    for (int i = 0; i < 140; ++i) {
+        const std::string name = "n" + std::to_string(i);
+        install_by_rename(shipped_handler("hello.so"), server.handlers() / (name + ".so"));
+        ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/" + name).value_or(HttpResponse{}).status == 200; }, 5s)) << name;
+        std::filesystem::remove(server.handlers() / (name + ".so"));
+        ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/" + name).value_or(HttpResponse{}).status == 404; }, 5s)) << name;
+    }
+    install_by_rename(shipped_handler("hello.so"), server.handlers() / "fresh.so");
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/fresh").value_or(HttpResponse{}).status == 200; }, 5s));
+    const auto doc = nlohmann::json::parse(fetch(server.port(), "/-/status")->body);
+    bool listed = false;
+    for (const auto& h : doc.at("handlers")) listed |= h.at("name") == "fresh" && h.at("state") == "live";
+    EXPECT_TRUE(listed) << doc.dump(1);
+    const auto samples = parse_exposition(fetch(server.port(), "/metrics")->body);
+    EXPECT_EQ(samples.at(R"(cspd_handler_requests_total{handler="fresh",code="2xx"})"), 1);
+    EXPECT_EQ(server.log().find("not in /-/status"), std::string::npos);
+}
+
 TEST(Metrics, CanBeTurnedOff) {
     TestServer server({"--no-status"});
     EXPECT_EQ(fetch(server.port(), "/metrics")->status, 404);

@@ -85,3 +85,38 @@ TEST_F(RegistryTableTest, RecordsVersionsAndRefusalsInTheLoopsCounters) {
 
 }  // namespace
 }  // namespace cspd
+
+namespace cspd {
+namespace {
+
+TEST(HandlerTableCounters, RemovedNamesFreeTheirCountersOnceNothingHoldsTheirVersion) {
+    test::TempDir scratch;
+    HandlerLoader loader{scratch.path()};
+    SharedStatsMapping shared = SharedStatsMapping::create();
+    HandlerTable table;
+    table.attach_stats(shared.stats().slots[0]);
+    const auto version = loader.load("echo", test::test_handler("echo.so")).version;
+    ASSERT_TRUE(version);
+    // Every entry of the slot holds a live name.
+    for (unsigned i = 0; i < kMaxTrackedHandlers; ++i) table.set("h" + std::to_string(i), version);
+    table.set("late", version);
+    EXPECT_EQ(table.find_entry("late")->stats, nullptr);  // served, not counted (and said in the log)
+    // A removed name whose version something still holds (a deferred reply) keeps its counters...
+    table.set("h0", nullptr);  // `version` is still held here (and by 126 other names)
+    table.set("other", version);
+    EXPECT_EQ(table.find_entry("other")->stats, nullptr);
+    // ...and gives them up once nothing does: the next name gets them, zeroed.
+    auto own = loader.load("echo", test::test_handler("echo.so")).version;
+    table.set("h1", own);
+    own.reset();
+    bump(table.find_entry("h1")->stats->requests[1], 7);  // h1 served a while
+    table.set("h1", nullptr);  // the table held the last reference to h1's version
+    table.set("other", version);
+    HandlerStats* stats = table.find_entry("other")->stats;
+    ASSERT_NE(stats, nullptr);
+    EXPECT_EQ(std::string(snapshot(stats->info).name), "other");
+    EXPECT_EQ(read(stats->requests[1]), 0u);
+}
+
+}  // namespace
+}  // namespace cspd
