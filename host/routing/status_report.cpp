@@ -120,6 +120,57 @@ void sample(std::string& out, const std::string& name, const std::string& labels
 
 }  // namespace
 
+namespace {
+
+/// One sample per handler of a counter or gauge kept in HandlerSummary.
+void per_handler(std::string& out, const Summary& sum, const char* name, const char* type, const char* help,
+                 std::uint64_t (*value)(const HandlerSummary&)) {
+    family(out, name, type, help);
+    for (const auto& [handler, h] : sum.handlers) sample(out, name, "handler=\"" + label(handler) + "\"", double(value(h)));
+}
+
+void handler_metrics(std::string& out, const Summary& sum) {
+    family(out, "cspd_handler_requests_total", "counter", "Handler calls, by handler and status class.");
+    for (const auto& [name, h] : sum.handlers)
+        for (unsigned c = 0; c < 5; ++c)
+            if (h.requests[c] || c == 1)
+                sample(out, "cspd_handler_requests_total",
+                       "handler=\"" + label(name) + "\",code=\"" + kClasses[c] + "\"", double(h.requests[c]));
+    per_handler(out, sum, "cspd_handler_errors_total", "counter",
+                "Handler calls that threw or returned no valid status (answered 500).",
+                [](const HandlerSummary& h) { return h.errors; });
+    family(out, "cspd_handler_duration_seconds", "histogram", "Time spent in the handler, per call.");
+    for (const auto& [name, h] : sum.handlers) {
+        const std::string base = "handler=\"" + label(name) + "\"";
+        std::uint64_t cumulative = 0;
+        for (unsigned b = 0; b < kLatencyBuckets; ++b) {
+            cumulative += h.latency[b];
+            char le[32];
+            if (b < std::size(kLatencyBounds))
+                std::snprintf(le, sizeof le, "%g", kLatencyBounds[b]);
+            else
+                std::snprintf(le, sizeof le, "+Inf");
+            sample(out, "cspd_handler_duration_seconds_bucket", base + ",le=\"" + le + "\"", double(cumulative));
+        }
+        sample(out, "cspd_handler_duration_seconds_sum", base, double(h.latency_sum_ns) * 1e-9);
+        sample(out, "cspd_handler_duration_seconds_count", base, double(cumulative));
+    }
+    per_handler(out, sum, "cspd_handler_loads_total", "counter",
+                "Handler versions loaded (each worker process loads its own).",
+                [](const HandlerSummary& h) { return h.loads; });
+    per_handler(out, sum, "cspd_handler_refusals_total", "counter",
+                "Handler files refused (each worker process checks its own).",
+                [](const HandlerSummary& h) { return h.refusals; });
+    per_handler(out, sum, "cspd_handler_slow_calls_total", "counter",
+                "Calls of a loop handler that held its event loop longer than --slow-call-warn.",
+                [](const HandlerSummary& h) { return h.slow_calls; });
+    per_handler(out, sum, "cspd_handler_crashes_total", "counter",
+                "Worker processes lost to a crash or watchdog in this handler.",
+                [](const HandlerSummary& h) { return h.crashes; });
+    per_handler(out, sum, "cspd_handler_quarantined", "gauge", "1 while the live version of this handler is quarantined.",
+                [](const HandlerSummary& h) { return std::uint64_t(h.quarantined ? 1 : 0); });
+}
+
 void store_metrics(std::string& out, const SharedStore& store) {
     family(out, "cspd_kv_entries", "gauge", "Entries in the shared store (csp_kv_*).");
     sample(out, "cspd_kv_entries", "", double(store.size()));
@@ -137,6 +188,8 @@ void store_metrics(std::string& out, const SharedStore& store) {
         sample(out, "cspd_handler_kv_quota_refusals_total", "handler=\"" + label(owner.name) + "\"",
                double(owner.refused));
 }
+
+}  // namespace
 
 std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
     const Summary sum = summarize(stats);
@@ -178,50 +231,7 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
     family(out, "cspd_start_time_seconds", "gauge", "When the server started, Unix time.");
     sample(out, "cspd_start_time_seconds", "", double(stats.started_unix_ms) / 1000.0);
 
-    family(out, "cspd_handler_requests_total", "counter", "Handler calls, by handler and status class.");
-    for (const auto& [name, h] : sum.handlers)
-        for (unsigned c = 0; c < 5; ++c)
-            if (h.requests[c] || c == 1)
-                sample(out, "cspd_handler_requests_total",
-                       "handler=\"" + label(name) + "\",code=\"" + kClasses[c] + "\"", double(h.requests[c]));
-    family(out, "cspd_handler_errors_total", "counter",
-           "Handler calls that threw or returned no valid status (answered 500).");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_errors_total", "handler=\"" + label(name) + "\"", double(h.errors));
-    family(out, "cspd_handler_duration_seconds", "histogram", "Time spent in the handler, per call.");
-    for (const auto& [name, h] : sum.handlers) {
-        const std::string base = "handler=\"" + label(name) + "\"";
-        std::uint64_t cumulative = 0;
-        for (unsigned b = 0; b < kLatencyBuckets; ++b) {
-            cumulative += h.latency[b];
-            char le[32];
-            if (b < std::size(kLatencyBounds))
-                std::snprintf(le, sizeof le, "%g", kLatencyBounds[b]);
-            else
-                std::snprintf(le, sizeof le, "+Inf");
-            sample(out, "cspd_handler_duration_seconds_bucket", base + ",le=\"" + le + "\"", double(cumulative));
-        }
-        sample(out, "cspd_handler_duration_seconds_sum", base, double(h.latency_sum_ns) * 1e-9);
-        sample(out, "cspd_handler_duration_seconds_count", base, double(cumulative));
-    }
-    family(out, "cspd_handler_loads_total", "counter", "Handler versions loaded (each worker process loads its own).");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_loads_total", "handler=\"" + label(name) + "\"", double(h.loads));
-    family(out, "cspd_handler_refusals_total", "counter",
-           "Handler files refused (each worker process checks its own).");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_refusals_total", "handler=\"" + label(name) + "\"", double(h.refusals));
-    family(out, "cspd_handler_slow_calls_total", "counter",
-           "Calls of a loop handler that held its event loop longer than --slow-call-warn.");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_slow_calls_total", "handler=\"" + label(name) + "\"", double(h.slow_calls));
-    family(out, "cspd_handler_crashes_total", "counter",
-           "Worker processes lost to a crash or watchdog in this handler.");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_crashes_total", "handler=\"" + label(name) + "\"", double(h.crashes));
-    family(out, "cspd_handler_quarantined", "gauge", "1 while the live version of this handler is quarantined.");
-    for (const auto& [name, h] : sum.handlers)
-        sample(out, "cspd_handler_quarantined", "handler=\"" + label(name) + "\"", h.quarantined ? 1 : 0);
+    handler_metrics(out, sum);
     return out;
 }
 

@@ -91,6 +91,9 @@ private:
     void stream_ended(PendingCall& pending, std::optional<int> returned);
     /// A HEAD request's stream sent its head: the exchange ends, its handler is told no body is read.
     void end_after_head(PendingCall& pending);
+    /// A stream's exchange is over (`cut_short`: without its end): counted, owed no more (its
+    /// handler told `abort_reason`, if any), and the connection closes after it when it must.
+    void stream_done(PendingCall& pending, bool cut_short, int abort_reason = 0);
     /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
     /// (CSP_ABORT_*), and the connection closes.
     void cut_stream(const char* why, int reason);

@@ -28,42 +28,37 @@ void Connection::stream_output(PendingCall& pending) {
 }
 
 void Connection::end_after_head(PendingCall& pending) {
-    const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
-    const int status = pending.stream_status();
-    if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
-    CallState& call = pending.call();
-    if (call.stats) bump(call.stats->requests[status_class(status)]);
     // Its writes now fail; a handler of 2.3 or later also hears why.
-    const bool knows_no_body = call.version && call.version->minor() >= 3;
-    waiting_->drop(knows_no_body ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
-    owe_nothing();
-    last_request_ = coarse_now_ms();
-    if (frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
-        closing_ = true;
-        if (!work_->pending_input.empty()) linger_on_close_ = true;
-    }
+    const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
+    stream_done(pending, false, version && version->minor() >= 3 ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
 }
 
 void Connection::stream_ended(PendingCall& pending, std::optional<int> returned) {
     const bool clean = returned && *returned < 400;
     std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
-    const ResponseFrame& frame = pending.frame();
+    if (!clean) {
+        const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
+        spdlog::info("handler {}: stream to {}:{} cut short", version ? version->describe() : "?", address_, port_);
+    }
+    stream_done(pending, !clean);
+    send_or_queue(std::move(rest));
+}
+
+void Connection::stream_done(PendingCall& pending, bool cut_short, int abort_reason) {
+    const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
     const int status = pending.stream_status();
     if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
     CallState& call = pending.call();
     if (call.stats) bump(call.stats->requests[status_class(status)]);
+    if (abort_reason) waiting_->drop(abort_reason);
     owe_nothing();
     last_request_ = coarse_now_ms();
     // HTTP/1.0 bodies end with the close; a stream cut short ends without its last chunk, and
     // the client learns it is incomplete from the close.
-    if (!clean || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
+    if (cut_short || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
         closing_ = true;
         if (!work_->pending_input.empty()) linger_on_close_ = true;
     }
-    if (!clean)
-        spdlog::info("handler {}: stream to {}:{} cut short", call.version ? call.version->describe() : "?",
-                     address_, port_);
-    send_or_queue(std::move(rest));
 }
 
 void Connection::send_or_queue(std::string&& bytes) {

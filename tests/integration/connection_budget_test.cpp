@@ -6,20 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
 namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
-
-unsigned short status_port_of(const TestServer& server) {
-    std::smatch m;
-    const std::string log = server.log();
-    if (!std::regex_search(log, m, std::regex(R"(/-/status and /metrics on 127\.0\.0\.1:(\d+) only)"))) return 0;
-    return static_cast<unsigned short>(std::stoi(m[1]));
-}
 
 /// `n` connections that each sent half a request: accepted, counted, and going nowhere.
 std::vector<std::unique_ptr<HttpClient>> flood(unsigned short port, int n) {
@@ -38,7 +30,7 @@ TEST(ConnectionBudget, AFloodOfThePublicPortLeavesTheStatusAddressAnswering) {
                       false);
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
     server.start();
-    const unsigned short status_port = status_port_of(server);
+    const unsigned short status_port = server.status_port();
     ASSERT_NE(status_port, 0);
     ASSERT_TRUE(eventually([&] { return status_of(fetch(server.port(), "/csp/hello")) == 200; }, 5s));
 

@@ -125,6 +125,13 @@ std::string TestServer::log() const {
     return text.str();
 }
 
+unsigned short TestServer::status_port() const {
+    std::smatch m;
+    const std::string text = log();
+    if (!std::regex_search(text, m, std::regex(R"(/-/status and /metrics on 127\.0\.0\.1:(\d+) only)"))) return 0;
+    return static_cast<unsigned short>(std::stoi(m[1]));
+}
+
 bool TestServer::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) const {
     return eventually([&] { return log().find(text) != std::string::npos; }, timeout);
 }
