@@ -66,7 +66,10 @@ function card(handler, rate) {
   c.append(numbers);
   const canvas = element("canvas", { "aria-label": `requests per second of ${handler.name}` });
   c.append(canvas);
-  if (handler.last_refusal && handler.state !== "live")
+  if (handler.vetting_since_unix_ms)
+    c.append(element("p", { class: "note" }, "a new version is being vetted since " +
+      new Date(handler.vetting_since_unix_ms).toLocaleTimeString() + (handler.version ? "; the live one serves meanwhile" : "")));
+  if (handler.last_refusal && handler.state !== "live" && handler.state !== "vetting")
     c.append(element("p", { class: "reason" }, handler.last_refusal));
   else if (handler.last_refusal)
     c.append(element("p", { class: "reason" }, "last refused: " + handler.last_refusal));
@@ -91,7 +94,7 @@ function draw(status) {
       row.append(element("td", {}, String(v)));
     workers.append(row);
   }
-  const live = status.handlers.filter((h) => h.state === "live").length;
+  const live = status.handlers.filter((h) => h.state === "live" || (h.state === "vetting" && h.version)).length;
   document.getElementById("summary").textContent =
     `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
     `${status.worker_restarts} worker restart(s); up since ${new Date(status.started_unix_ms).toLocaleString()}`;

@@ -1,6 +1,5 @@
 #include "handler/loader.hpp"
 
-#include "handler/handler_config.hpp"
 #include "handler/init_context.hpp"
 
 #include "common/fnv1a.hpp"
@@ -271,8 +270,35 @@ LoadResult failure(LoadError error, std::string reason) {
 }
 }  // namespace
 
+PreparedVersion::PreparedVersion(PreparedVersion&& other) noexcept { *this = std::move(other); }
+
+PreparedVersion& PreparedVersion::operator=(PreparedVersion&& other) noexcept {
+    if (this == &other) return *this;
+    if (!copy_.empty()) ::unlink(copy_.c_str());
+    name_ = std::move(other.name_);
+    copy_ = std::exchange(other.copy_, {});
+    config_folder_ = std::move(other.config_folder_);
+    identity_ = other.identity_;
+    image_hash_ = other.image_hash_;
+    sequence_ = other.sequence_;
+    config_ = std::move(other.config_);
+    return *this;
+}
+
+PreparedVersion::~PreparedVersion() {
+    if (!copy_.empty()) ::unlink(copy_.c_str());
+}
+
 LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file,
                                const std::filesystem::path& config_folder) {
+    PreparedVersion prepared;
+    LoadResult result = prepare(name, file, config_folder, prepared);
+    if (result.error != LoadError::none) return result;
+    return open(std::move(prepared));
+}
+
+LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem::path& file,
+                                  const std::filesystem::path& config_folder, PreparedVersion& out) {
     using enum LoadError;
     const std::filesystem::path config_dir = config_folder.empty() ? file.parent_path() : config_folder;
     UniqueFd source(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
@@ -301,8 +327,8 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     identity.content_hash = fnv1a64(image);
     // The configuration is part of the version: a new one is a new version, with its own hash (so a
     // version fenced for crashing in init with one configuration is not fenced with the next).
-    // Only a handler with a context init reads it (known once it is loaded, below); until then the
-    // version is named as if it did, so the vetting process is told the same.
+    // Only a handler with a context init reads it (known once it is loaded, in open()); until then
+    // the version is named as if it did, so a load gate is told the same.
     const std::uint64_t image_hash = identity.content_hash;
     identity.config_stamp = config_stamp(config_dir, name);
     HandlerConfig::Read config = HandlerConfig::read(config_dir, name);
@@ -313,21 +339,31 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     const std::uint64_t sequence = next_sequence_++;
     const std::filesystem::path copy = scratch_dir_ / (name + "." + std::to_string(sequence) + ".so");
     {
-        UniqueFd out(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
-        if (!out || !write_all(out.get(), image)) {
+        UniqueFd copied(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
+        if (!copied || !write_all(copied.get(), image)) {
             const int err = errno;
             ::unlink(copy.c_str());
             return failure(io_error, "cannot write private copy " + copy.string() + ": " + errno_text(err));
         }
     }
+    out = PreparedVersion{};
+    out.name_ = name;
+    out.copy_ = copy;
+    out.config_folder_ = config_dir;
+    out.identity_ = identity;
+    out.image_hash_ = image_hash;
+    out.sequence_ = sequence;
+    out.config_ = std::move(config);
+    return {};
+}
 
-    if (gate_) {
-        GateVerdict verdict = gate_->check(name, copy, identity, config_dir);
-        if (!verdict.pass) {
-            ::unlink(copy.c_str());
-            return failure(gated, std::move(verdict.reason));
-        }
-    }
+LoadResult HandlerLoader::open(PreparedVersion prepared) {
+    using enum LoadError;
+    const std::string& name = prepared.name_;
+    const std::filesystem::path copy = std::exchange(prepared.copy_, {});  // unlinked below, once mapped
+    HandlerFileIdentity identity = prepared.identity_;
+    const std::uint64_t sequence = prepared.sequence_;
+    HandlerConfig::Read config = std::move(prepared.config_);
 
     // Named in a crash report (and blamed) if loading or init brings the process down.
     const HandlerLabel label{name.c_str(), sequence, identity.size, identity.content_hash};
@@ -367,7 +403,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     } else {
         // A handler built before configurations (or without a context init) never sees one: a file
         // of the same name beside it (its own data, say) neither refuses it nor makes it a new version.
-        identity.content_hash = image_hash;
+        identity.content_hash = prepared.image_hash_;
         identity.config_stamp = 0;
         config = {};
     }

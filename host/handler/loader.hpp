@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/unique_fd.hpp"
-#include "handler/load_gate.hpp"
+#include "handler/handler_config.hpp"
 #include "handler/version.hpp"
 
 #include <filesystem>
@@ -39,6 +39,31 @@ struct LoadResult {
     std::string reason;  ///< why not, for the log and /-/status
 };
 
+/// A file read, checked and copied to a private name, not yet loaded: what a load gate is shown
+/// before anything of it runs here. Removes its copy unless opened.
+class PreparedVersion {
+public:
+    PreparedVersion() = default;
+    PreparedVersion(PreparedVersion&& other) noexcept;
+    PreparedVersion& operator=(PreparedVersion&& other) noexcept;
+    ~PreparedVersion();
+
+    const std::string& name() const { return name_; }
+    const std::filesystem::path& copy() const { return copy_; }
+    /// Size and hash as quarantine and vetting key it (the configuration's text hashed in).
+    const HandlerFileIdentity& identity() const { return identity_; }
+    const std::filesystem::path& config_folder() const { return config_folder_; }
+
+private:
+    friend class HandlerLoader;
+    std::string name_;
+    std::filesystem::path copy_, config_folder_;
+    HandlerFileIdentity identity_;
+    std::uint64_t image_hash_ = 0;  // the library's bytes alone
+    std::uint64_t sequence_ = 0;
+    HandlerConfig::Read config_;  // read once: the text hashed is the text init sees
+};
+
 class HandlerLoader {
 public:
     /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
@@ -48,8 +73,6 @@ public:
     HandlerLoader(const HandlerLoader&) = delete;
     HandlerLoader& operator=(const HandlerLoader&) = delete;
 
-    /// Asked before each dlopen (null: none).
-    void set_gate(LoadGate* gate) { gate_ = gate; }
     /// Told as loading enters each phase (load, init) and leaves it (none), for a process that
     /// reports them, or a master that times them.
     using PhaseObserver = std::function<void(HandlerPhase, const HandlerLabel&)>;
@@ -59,9 +82,16 @@ public:
     void set_worker(unsigned index, unsigned count) { worker_index_ = index, worker_count_ = count; }
 
     /// Loads `file` as handler `name`, with its configuration from `config_folder` (NAME.conf or
-    /// NAME.json; empty: the file's own folder). Blocking (file I/O, dlopen, init): not for an event loop.
+    /// NAME.json; empty: the file's own folder): prepare(), then open(). Blocking (file I/O, dlopen,
+    /// init): not for an event loop.
     LoadResult load(const std::string& name, const std::filesystem::path& file,
                     const std::filesystem::path& config_folder = {});
+    /// Reads `file` whole, checks it and writes its private copy into `out`; nothing of it runs.
+    /// A result without error means `out` is ready to open (or to show a load gate).
+    LoadResult prepare(const std::string& name, const std::filesystem::path& file,
+                       const std::filesystem::path& config_folder, PreparedVersion& out);
+    /// Loads a prepared version: dlopen, ABI check, init. The copy is gone afterwards either way.
+    LoadResult open(PreparedVersion prepared);
 
     /// Which configuration file `name` has in `folder` now (its identity, hashed; 0: none), so a
     /// watcher sees a changed configuration as a new version.
@@ -83,7 +113,6 @@ private:
     UniqueFd owner_lock_;  // says scratch_dir_ is in use while this process lives
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
-    LoadGate* gate_ = nullptr;
     PhaseObserver on_phase_;
     unsigned worker_index_ = 0, worker_count_ = 1;
 };

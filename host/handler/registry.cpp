@@ -8,6 +8,14 @@ void HandlerRegistry::subscribe_refusals(RefusalSubscriber subscriber) {
     refusal_subscribers_.push_back(std::move(subscriber));
 }
 
+void HandlerRegistry::subscribe_vetting(VettingSubscriber subscriber) {
+    vetting_subscribers_.push_back(std::move(subscriber));
+}
+
+void HandlerRegistry::vetting(const std::string& name, bool started) {
+    for (const auto& subscriber : vetting_subscribers_) subscriber(name, started);
+}
+
 void HandlerRegistry::refused(const std::string& name, const std::string& reason) {
     for (const auto& subscriber : refusal_subscribers_) subscriber(name, reason);
 }

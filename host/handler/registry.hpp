@@ -21,9 +21,14 @@ public:
     /// Receives (name, reason) when a file for `name` is refused; the live version stays.
     using RefusalSubscriber = std::function<void(const std::string&, const std::string&)>;
 
+    /// Receives (name, true) when a new version of `name` starts being vetted, (name, false) when
+    /// that ends without an install or a refusal (its file went).
+    using VettingSubscriber = std::function<void(const std::string&, bool)>;
+
     /// Setup only, before the first change.
     void subscribe(Subscriber subscriber);
     void subscribe_refusals(RefusalSubscriber subscriber);
+    void subscribe_vetting(VettingSubscriber subscriber);
 
     /// Makes `version` the live one for its name and tells every subscriber.
     void install(std::shared_ptr<const HandlerVersion> version);
@@ -31,6 +36,8 @@ public:
     void remove(const std::string& name);
     /// Tells refusal subscribers that a file for `name` was refused, and why.
     void refused(const std::string& name, const std::string& reason);
+    /// Tells vetting subscribers that a version of `name` is being vetted (or no longer is).
+    void vetting(const std::string& name, bool started);
     /// Removes everything, at shutdown.
     void clear();
 
@@ -43,6 +50,7 @@ private:
     std::map<std::string, std::shared_ptr<const HandlerVersion>> live_;
     std::vector<Subscriber> subscribers_;
     std::vector<RefusalSubscriber> refusal_subscribers_;
+    std::vector<VettingSubscriber> vetting_subscribers_;
 };
 
 }  // namespace cspd

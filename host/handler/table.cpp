@@ -41,6 +41,7 @@ void HandlerTable::set(const std::string& name, std::shared_ptr<const HandlerVer
             info.mtime_ns = file.mtime_ns;
             info.loaded_unix_ms = unix_now_ms();
             info.refusal[0] = '\0';
+            info.vetting_since_unix_ms = 0;
         });
         if (version && count) bump(stats->loads);
     }
@@ -64,8 +65,32 @@ void HandlerTable::note_refusal(const std::string& name, const std::string& reas
     if (!table_.contains(name)) removed_.try_emplace(name);
     HandlerStats* stats = stats_for(name);
     if (!stats) return;
-    stats->info.write([&](VersionInfo& info) { copy_text(info.refusal, sizeof info.refusal, reason); });
+    stats->info.write([&](VersionInfo& info) {
+        copy_text(info.refusal, sizeof info.refusal, reason);
+        info.vetting_since_unix_ms = 0;
+    });
     if (count) bump(stats->refusals);
+}
+
+void HandlerTable::note_vetting(const std::string& name, bool started) {
+    if (!table_.contains(name)) removed_.try_emplace(name);  // as for a refusal: freed if nothing comes of it
+    HandlerStats* stats = started ? stats_for(name) : (slot_ ? handler_stats(*slot_, name) : nullptr);
+    if (!stats) return;
+    stats->info.write([&](VersionInfo& info) { info.vetting_since_unix_ms = started ? unix_now_ms() : 0; });
+}
+
+void HandlerTable::attach_stats(LoopSlot& slot) {
+    slot_ = &slot;
+    for (HandlerStats& entry : slot.handlers) {
+        const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
+        if (use == kStatsNeverUsed) break;  // claimed in order
+        if (use != kStatsInUse) continue;
+        entry.info.write([](VersionInfo& info) {
+            info.live = false;
+            info.vetting_since_unix_ms = 0;
+        });
+        removed_.try_emplace(entry.info.writer_view().name);  // freed for another name unless loaded again
+    }
 }
 
 }  // namespace cspd

@@ -40,8 +40,12 @@ public:
     /// Records a refused file for /-/status (the live version, if any, keeps serving).
     void note_refusal(const std::string& name, const std::string& reason, bool count = false);
 
-    /// From now on, changes are recorded in `slot`.
-    void attach_stats(LoopSlot& slot) { slot_ = &slot; }
+    /// Records that a newer version of `name` is being vetted (`started`), or no longer is.
+    void note_vetting(const std::string& name, bool started);
+
+    /// From now on, changes are recorded in `slot`. What the slot says a process before this one
+    /// served is history: its counters stay, but nothing in it is live or being vetted any more.
+    void attach_stats(LoopSlot& slot);
 
     std::size_t size() const { return table_.size(); }
 

@@ -3,6 +3,7 @@
 #include "handler/compile_jobs.hpp"
 #include "handler/folder_events.hpp"
 #include "handler/handler_name.hpp"
+#include "handler/load_gate.hpp"
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
 
@@ -53,11 +54,21 @@ struct HandlerWatcher::Impl {
     // The file each live or refused name was last looked at in, so repeated events for an unchanged file do nothing.
     std::map<std::string, HandlerFileIdentity> seen;
     std::map<std::string, int> incomplete_retries;
+    // The file each name's version now at the gate came from: a newer one supersedes it.
+    std::map<std::string, HandlerFileIdentity> at_gate;
+    std::function<void()> on_settled;  // until the first scan's versions are all in or refused
     bool stopped = false;
 
-    void start() {
+    void start(std::function<void()> settled) {
         events.start();
         rescan();
+        on_settled = std::move(settled);
+        maybe_settled();
+    }
+
+    /// Once every version the first scan found has its verdict, says so (once).
+    void maybe_settled() {
+        if (on_settled && at_gate.empty()) std::exchange(on_settled, nullptr)();
     }
 
     void stop() {
@@ -66,6 +77,8 @@ struct HandlerWatcher::Impl {
         pending.clear();
         rescan_timer.reset();
         if (jobs) jobs->stop();
+        if (options.gate) options.gate->cancel_all();
+        at_gate.clear();
     }
 
     void rescan() {
@@ -146,6 +159,7 @@ struct HandlerWatcher::Impl {
             }
         }
         seen.erase(name);
+        leave_gate(name);
         if (registry.current(name)) {
             spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
             registry.remove(name);
@@ -154,8 +168,10 @@ struct HandlerWatcher::Impl {
 
     void load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk) {
         if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
+        if (auto it = at_gate.find(name); it != at_gate.end() && it->second.same_file_as(on_disk)) return;
 
-        LoadResult result = loader.load(name, file, folder);
+        PreparedVersion prepared;
+        LoadResult result = loader.prepare(name, file, folder, prepared);
         if (result.error == LoadError::changing ||
             (result.error == LoadError::incomplete && ++incomplete_retries[name] <= kMaxIncompleteRetries)) {
             spdlog::debug("handler {}: {}; looking again shortly", name, result.reason);
@@ -163,6 +179,54 @@ struct HandlerWatcher::Impl {
             return;
         }
         incomplete_retries.erase(name);
+        if (result.error != LoadError::none) {
+            leave_gate(name);
+            seen[name] = on_disk;
+            install_or_refuse(name, file, std::move(result));
+            return;
+        }
+        admit(name, file, on_disk, std::move(prepared));
+    }
+
+    /// Shows a prepared version to the gate, if any, and loads it if it passes. Meanwhile other
+    /// names go on; a newer file for this one supersedes it.
+    void admit(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk,
+               PreparedVersion prepared) {
+        if (!options.gate) {
+            finish_load(name, file, on_disk, loader.open(std::move(prepared)));
+            return;
+        }
+        if (at_gate.contains(name)) options.gate->cancel(name);
+        at_gate[name] = on_disk;
+        registry.vetting(name, true);
+        auto held = std::make_shared<PreparedVersion>(std::move(prepared));
+        options.gate->check(name, held->copy(), held->identity(), held->config_folder(),
+                            [this, name, file, on_disk, held](GateVerdict verdict) {
+                                at_gate.erase(name);
+                                if (stopped) return;
+                                if (!verdict.pass) {
+                                    LoadResult refused;
+                                    refused.error = LoadError::gated;
+                                    refused.reason = std::move(verdict.reason);
+                                    finish_load(name, file, on_disk, std::move(refused));
+                                    maybe_settled();
+                                    return;
+                                }
+                                finish_load(name, file, on_disk, loader.open(std::move(*held)));
+                                maybe_settled();
+                            });
+    }
+
+    /// Forgets the version of `name` at the gate, if any (its file went, or was refused before it got there).
+    void leave_gate(const std::string& name) {
+        if (!at_gate.erase(name)) return;
+        options.gate->cancel(name);
+        registry.vetting(name, false);
+        maybe_settled();
+    }
+
+    void finish_load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk,
+                     LoadResult result) {
         seen[name] = result.version ? result.version->file() : on_disk;
         install_or_refuse(name, file, std::move(result));
     }
@@ -219,10 +283,14 @@ struct HandlerWatcher::Impl {
         }
         seen[name] = on_disk;
         if (result.ok) {
-            LoadResult loaded = loader.load(name, result.output, folder);
+            PreparedVersion prepared;
+            LoadResult read = loader.prepare(name, result.output, folder, prepared);
             std::error_code ec;
             std::filesystem::remove(result.output, ec);
-            install_or_refuse(name, source, std::move(loaded));
+            if (read.error == LoadError::none)
+                admit(name, source, on_disk, std::move(prepared));
+            else
+                install_or_refuse(name, source, std::move(read));
         } else {
             auto live = registry.current(name);
             spdlog::error("handler {}: {} does not compile{}:\n{}", name, source.filename().string(),
@@ -243,7 +311,7 @@ HandlerWatcher::HandlerWatcher(asio::io_context& io, std::filesystem::path folde
 
 HandlerWatcher::~HandlerWatcher() = default;
 
-void HandlerWatcher::start() { impl_->start(); }
+void HandlerWatcher::start(std::function<void()> settled) { impl_->start(std::move(settled)); }
 void HandlerWatcher::rescan() { impl_->rescan(); }
 void HandlerWatcher::stop() { impl_->stop(); }
 

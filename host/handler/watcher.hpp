@@ -1,9 +1,12 @@
 // Watches the handlers folder with inotify and keeps the registry in step
 // with it: NAME.so appears -> loaded, replaced -> reloaded, deleted -> removed.
-// Runs on the control io_context; loading blocks that thread, never a request loop.
+// Runs on the control io_context, never a request loop. A new version waits at the load gate
+// (vetting: up to --init-timeout per phase) without holding that thread; the load itself
+// (dlopen, init) then runs on it.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +18,7 @@ namespace cspd {
 
 class HandlerCompiler;
 class HandlerLoader;
+class LoadGate;
 class HandlerRegistry;
 
 struct WatcherOptions {
@@ -23,6 +27,8 @@ struct WatcherOptions {
     const HandlerCompiler* compiler = nullptr;
     /// --dev: a source that does not compile answers 500 with the compiler's diagnostics.
     bool dev_diagnostics = false;
+    /// Asked about each new version before it is loaded (vetting); null: none.
+    LoadGate* gate = nullptr;
 };
 
 class HandlerWatcher {
@@ -34,8 +40,9 @@ public:
     HandlerWatcher(const HandlerWatcher&) = delete;
     HandlerWatcher& operator=(const HandlerWatcher&) = delete;
 
-    /// Loads what is in the folder now and starts watching.
-    void start();
+    /// Loads what is in the folder now and starts watching. `settled` runs once every version found
+    /// now is loaded or refused (perhaps before this returns): until then requests would miss them.
+    void start(std::function<void()> settled = {});
     /// Re-reads the whole folder (after an inotify overflow, or on request).
     void rescan();
     void stop();

@@ -1,120 +1,25 @@
 #include "process/handler_vetting.hpp"
 
-#include "common/unique_fd.hpp"
 #include "handler/loader.hpp"
 #include "handler/private_folders.hpp"
 #include "process/crash_reporter.hpp"
+#include "process/vetting_process.hpp"
 #include "stats/quarantine_list.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 
-extern char** environ;
-
 namespace cspd {
 namespace {
-using Clock = std::chrono::steady_clock;
 
 constexpr int kReportFd = 3;
-
-/// What the child said, a line each: "load", "init", "cleanup", then "ok" or "refused REASON".
-struct ChildReport {
-    HandlerPhase phase = HandlerPhase::none;  // the last phase it entered
-    bool ok = false;
-    bool refused = false;
-    std::string refusal;
-    bool timed_out = false;
-    int status = 0;  // waitpid's
-};
-
-void parse_lines(std::string& pending, ChildReport& report) {
-    std::size_t end;
-    while ((end = pending.find('\n')) != std::string::npos) {
-        const std::string line = pending.substr(0, end);
-        pending.erase(0, end + 1);
-        if (line == "load") report.phase = HandlerPhase::load;
-        else if (line == "init") report.phase = HandlerPhase::init;
-        else if (line == "cleanup") report.phase = HandlerPhase::cleanup;
-        else if (line == "ok") report.ok = true;
-        else if (line.rfind("refused ", 0) == 0) report.refused = true, report.refusal = line.substr(8);
-    }
-}
-
-/// Runs the child and reads its report until it closes the pipe, or the deadline of the phase
-/// it is in passes (then it is killed).
-ChildReport run_child(const std::string& name, const std::filesystem::path& image,
-                      const std::filesystem::path& config_folder, unsigned workers, std::chrono::seconds limit,
-                      std::string& error) {
-    ChildReport report;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-        error = std::string("pipe: ") + std::strerror(errno);
-        return report;
-    }
-    UniqueFd read_end(fds[0]), write_end(fds[1]);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, write_end.get(), kReportFd);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    std::string program = "cspd", verb = "__vet", name_text = name, image_text = image.string(),
-                config_text = config_folder.string(), workers_text = std::to_string(workers);
-    char* argv[] = {program.data(),     verb.data(),        name_text.data(), image_text.data(),
-                    config_text.data(), workers_text.data(), nullptr};
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = 0;
-    const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    write_end.reset();
-    if (spawned != 0) {
-        error = std::string("cannot start the vetting process: ") + std::strerror(spawned);
-        return report;
-    }
-    std::string pending;
-    HandlerPhase timed_phase = HandlerPhase::none;
-    Clock::time_point deadline = Clock::now() + limit;
-    for (;;) {
-        if (report.phase != timed_phase) {  // each phase gets the whole limit
-            timed_phase = report.phase;
-            deadline = Clock::now() + limit;
-        }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) {
-            report.timed_out = true;
-            ::kill(pid, SIGKILL);
-            break;
-        }
-        pollfd wait{read_end.get(), POLLIN, 0};
-        const int ready = ::poll(&wait, 1, static_cast<int>(std::min<long long>(left, 1000)));
-        if (ready < 0 && errno != EINTR) break;
-        if (ready <= 0) continue;
-        char chunk[512];
-        const ssize_t n = ::read(read_end.get(), chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // the child is done, one way or another
-        pending.append(chunk, static_cast<std::size_t>(n));
-        parse_lines(pending, report);
-    }
-    while (::waitpid(pid, &report.status, 0) < 0 && errno == EINTR) {
-    }
-    remove_private_folders_of(pid);  // one killed for its deadline could not remove its own
-    return report;
-}
 
 std::string describe_death(int status) {
     if (WIFSIGNALED(status))
@@ -122,51 +27,69 @@ std::string describe_death(int status) {
     return "exit code " + std::to_string(WEXITSTATUS(status));
 }
 
-}  // namespace
-
-HandlerVetting::HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions,
-                               unsigned workers)
-    : init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions) {}
-
-GateVerdict HandlerVetting::check(const std::string& name, const std::filesystem::path& image,
-                                  const HandlerFileIdentity& file, const std::filesystem::path& config_folder) {
-    const Key key{name, file.size, file.content_hash};
-    if (auto it = fenced_.find(key); it != fenced_.end()) return it->second;
-    if (stats_) {
-        const auto phase = static_cast<HandlerPhase>(quarantine_phase(*stats_, name, file.size, file.content_hash));
-        if (phase == HandlerPhase::load || phase == HandlerPhase::init)
-            return {false, true, std::string("fenced: this version brought a worker down ") + phase_text(phase)};
-    }
-    if (!try_versions_) return {};
-    GateVerdict verdict = vet(name, image, config_folder);
-    if (verdict.fenced) fenced_[key] = verdict;
-    return verdict;
-}
-
-GateVerdict HandlerVetting::vet(const std::string& name, const std::filesystem::path& image,
-                                const std::filesystem::path& config_folder) {
-    const auto started = Clock::now();
-    std::string error;
-    const ChildReport report = run_child(name, image, config_folder, workers_, init_timeout_, error);
-    if (!error.empty()) {
-        // Vetting could not run (no processes left, say): let the load go on unvetted rather than
-        // refuse every handler.
-        spdlog::error("handler {}: {}; loading it untried", name, error);
-        return {};
-    }
-    spdlog::debug("handler {}: vetted in {:.1f} ms", name,
-                  std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+GateVerdict verdict_of(const VettingReport& report, std::chrono::seconds limit) {
     if (report.ok && WIFEXITED(report.status) && WEXITSTATUS(report.status) == 0) return {};
     if (report.refused) return {false, false, report.refusal};  // an ordinary refusal: it may be fixed in place
     const char* where = report.phase == HandlerPhase::none ? "while loading" : phase_text(report.phase);
     if (report.timed_out)
         return {false, true,
-                std::string("fenced: did not return ") + where + " within " + std::to_string(init_timeout_.count()) +
+                std::string("fenced: did not return ") + where + " within " + std::to_string(limit.count()) +
                     " s (--init-timeout) when tried in a vetting process"};
     const bool exited = WIFEXITED(report.status);
     return {false, true,
-            std::string("fenced: ") + (exited ? "exited" : "crashed") + " " + where + " when tried in a vetting process (" +
-                describe_death(report.status) + ")"};
+            std::string("fenced: ") + (exited ? "exited" : "crashed") + " " + where +
+                " when tried in a vetting process (" + describe_death(report.status) + ")"};
+}
+
+}  // namespace
+
+HandlerVetting::HandlerVetting(boost::asio::io_context& io, std::chrono::seconds init_timeout,
+                               const SharedStats* stats, bool try_versions, unsigned workers)
+    : io_(io), init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions) {}
+
+HandlerVetting::~HandlerVetting() { cancel_all(); }
+
+void HandlerVetting::check(const std::string& name, const std::filesystem::path& image,
+                           const HandlerFileIdentity& file, const std::filesystem::path& config_folder, Done done) {
+    cancel(name);
+    const Key key{name, file.size, file.content_hash};
+    if (auto it = fenced_.find(key); it != fenced_.end()) return done(it->second);
+    if (stats_) {
+        const auto phase = static_cast<HandlerPhase>(quarantine_phase(*stats_, name, file.size, file.content_hash));
+        if (phase == HandlerPhase::load || phase == HandlerPhase::init)
+            return done({false, true, std::string("fenced: this version brought a worker down ") + phase_text(phase)});
+    }
+    if (!try_versions_) return done({});
+    runs_[name] = VettingProcess::start(
+        io_, name, image, config_folder, workers_, init_timeout_,
+        [this, name, key, done = std::move(done)](const VettingReport& report) {
+            const auto run = std::move(runs_[name]);  // lives until this returns
+            runs_.erase(name);
+            if (!report.error.empty()) {
+                // Vetting could not run (no processes left, say): let the load go on unvetted
+                // rather than refuse every handler.
+                spdlog::error("handler {}: {}; loading it untried", name, report.error);
+                return done({});
+            }
+            spdlog::debug("handler {}: vetted in {:.1f} ms", name, report.elapsed_ms);
+            GateVerdict verdict = verdict_of(report, init_timeout_);
+            if (verdict.fenced) fenced_[key] = verdict;
+            done(std::move(verdict));
+        });
+}
+
+void HandlerVetting::cancel(const std::string& name) {
+    const auto it = runs_.find(name);
+    if (it == runs_.end()) return;
+    const auto run = std::move(it->second);
+    runs_.erase(it);
+    run->cancel();
+}
+
+void HandlerVetting::cancel_all() {
+    auto runs = std::move(runs_);
+    runs_.clear();
+    for (auto& [name, run] : runs) run->cancel();
 }
 
 int run_vetting_child(int argc, char** argv) {

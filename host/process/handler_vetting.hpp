@@ -6,40 +6,57 @@
 // static constructor dereferences null, or whose init never returns, costs one child process,
 // not a worker. Versions fenced by the master (one crashed a worker while loading) are refused
 // without a try.
+//
+// The child is watched from the control io_context (its pipe and a deadline timer), never
+// waited for: other names are vetted, loaded and removed meanwhile, and signals are handled.
 #pragma once
 
 #include "handler/load_gate.hpp"
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace cspd {
 
 struct SharedStats;
+class VettingProcess;
 
 class HandlerVetting final : public LoadGate {
 public:
     /// `stats`: the shared segment, for the master's fences (may be null). Without `try_versions`
     /// (--no-vetting) only those fences are checked.
     /// `workers` is what init is told as the worker count (its index there is CSP_VETTING).
-    HandlerVetting(std::chrono::seconds init_timeout, const SharedStats* stats, bool try_versions = true,
-                   unsigned workers = 1);
+    HandlerVetting(boost::asio::io_context& io, std::chrono::seconds init_timeout, const SharedStats* stats,
+                   bool try_versions = true, unsigned workers = 1);
+    ~HandlerVetting();
+    HandlerVetting(const HandlerVetting&) = delete;
+    HandlerVetting& operator=(const HandlerVetting&) = delete;
 
-    GateVerdict check(const std::string& name, const std::filesystem::path& image, const HandlerFileIdentity& file,
-                      const std::filesystem::path& config_folder) override;
+    void check(const std::string& name, const std::filesystem::path& image, const HandlerFileIdentity& file,
+               const std::filesystem::path& config_folder, Done done) override;
+    void cancel(const std::string& name) override;
+    void cancel_all() override;
+
+    /// Vetting processes running now.
+    std::size_t running() const { return runs_.size(); }
 
 private:
     using Key = std::tuple<std::string, std::uint64_t, std::uint64_t>;  // name, size, hash
-    GateVerdict vet(const std::string& name, const std::filesystem::path& image,
-                    const std::filesystem::path& config_folder);
 
+    boost::asio::io_context& io_;
     std::chrono::seconds init_timeout_;
     unsigned workers_;
     const SharedStats* stats_;
     bool try_versions_;
     std::map<Key, GateVerdict> fenced_;  // what failed here stays refused
+    std::map<std::string, std::shared_ptr<VettingProcess>> runs_;
 };
 
 /// The child's side: `argv` is {"__vet", NAME, FILE, CONFIG_FOLDER, WORKERS}. Reports on descriptor 3; the exit code

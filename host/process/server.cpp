@@ -124,8 +124,8 @@ int Server::run() {
     loader.set_worker(role_ ? role_->index : 0, workers);
     // Each new version is tried in a short-lived process before this one loads it (unless
     // --no-vetting), and none the master has fenced is loaded.
-    HandlerVetting vetting(std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers, workers);
-    loader.set_gate(&vetting);
+    HandlerVetting vetting(control, std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers,
+                           workers);
     // The master times loads and inits (--init-timeout): one that passed vetting may still hang here.
     LoopSlot& first = stats.slots[first_slot];
     loader.on_phase([&first](HandlerPhase phase, const HandlerLabel& label) {
@@ -152,9 +152,13 @@ int Server::run() {
         registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {
             target->post([target, name, reason, counts] { target->handlers().note_refusal(name, reason, counts); });
         });
+        registry.subscribe_vetting([target](const std::string& name, bool started) {
+            target->post([target, name, started] { target->handlers().note_vetting(name, started); });
+        });
     }
     std::unique_ptr<HandlerCompiler> compiler;
     WatcherOptions watch;
+    watch.gate = &vetting;
     if (config_.compile_sources) {
         auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
         compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),
@@ -165,7 +169,17 @@ int Server::run() {
                      config_.dev ? "; --dev: compile errors are served as 500" : "");
     }
     HandlerWatcher watcher(control, config_.handlers_dir, loader, registry, watch);
-    watcher.start();
+    // A stop that comes before serving begins is kept, and acted on once the loops run.
+    int early_stop = 0;
+    std::function<void(int)> on_stop = [&early_stop](int signal) { early_stop = signal; };
+    signals.async_wait([&on_stop](boost::system::error_code ec, int signal) {
+        if (!ec) on_stop(signal);
+    });
+    bool settled = false;
+    watcher.start([&settled] { settled = true; });
+    // The loops start once the handlers found now are loaded or refused (their vetting runs on
+    // this thread meanwhile): no request meets a 404 for one of them.
+    while (!settled && !early_stop && control.run_one() > 0) {}
 
     std::vector<std::thread> threads;
     for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
@@ -235,8 +249,7 @@ int Server::run() {
 
     asio::steady_timer drain_deadline(control);
     bool stopping = false;
-    signals.async_wait([&](boost::system::error_code ec, int signal) {
-        if (ec) return;
+    on_stop = [&](int signal) {
         stopping = true;
         requests.cancel();
         stuck_check.cancel();
@@ -260,7 +273,8 @@ int Server::run() {
             spdlog::warn("drain timeout: closing the remaining connections");
             for (auto& loop : loops) loop->stop();
         });
-    });
+    };
+    if (early_stop) on_stop(early_stop);
     // The watcher's events and the signal share this thread.
     while (!stopping && control.run_one() > 0) {}
     std::thread deadline_thread([&control] { control.run(); });

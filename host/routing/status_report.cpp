@@ -18,8 +18,9 @@ const char* const kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 
 /// One handler name, summed over the slots that know it.
 struct HandlerSummary {
-    VersionInfo newest{};  // the most recently loaded version any loop reports
-    bool live = false;
+    VersionInfo newest{};  // the most recently loaded version any running loop reports
+    bool live = false;     // some running loop serves it
+    std::int64_t vetting_since_unix_ms = 0;  // a newer file is being vetted (the earliest start)
     std::string refusal;
     std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0, refusals = 0,
                                  crashes = 0, slow_calls = 0;
@@ -37,13 +38,14 @@ Summary summarize(const SharedStats& stats) {
     const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
     for (unsigned s = 0; s < slots; ++s) {
         const LoopSlot& slot = stats.slots[s];
+        const bool running = slot.pid.load(std::memory_order_relaxed) != 0;
         for (unsigned c = 0; c < 5; ++c) sum.requests[c] += read(slot.requests[c]);
         sum.accepted += read(slot.accepted_connections);
         // A dead worker's connections are gone; its counters stay (they are history).
         sum.blocking_refused += read(slot.blocking_refused);
         sum.cache_hits += read(slot.cache_hits);
         sum.cache_misses += read(slot.cache_misses);
-        if (slot.pid.load(std::memory_order_relaxed) != 0) {
+        if (running) {
             sum.cache_bytes += read(slot.cache_bytes);
             sum.open_connections += read(slot.open_connections);
             sum.replies_owed += read(slot.replies_owed);
@@ -54,8 +56,13 @@ Summary summarize(const SharedStats& stats) {
             const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
             if (use == kStatsNeverUsed) break;  // claimed in order
             if (use == kStatsRetired) continue;
-            const VersionInfo info = snapshot(entry.info);
+            VersionInfo info = snapshot(entry.info);
+            // What a dead process served is history: its counters count, its versions do not.
+            if (!running) info.live = false, info.vetting_since_unix_ms = 0;
             HandlerSummary& h = sum.handlers[info.name];
+            if (info.vetting_since_unix_ms &&
+                (!h.vetting_since_unix_ms || info.vetting_since_unix_ms < h.vetting_since_unix_ms))
+                h.vetting_since_unix_ms = info.vetting_since_unix_ms;
             if (info.live && (!h.live || info.loaded_unix_ms > h.newest.loaded_unix_ms)) h.newest = info;
             if (!info.live && !h.live && info.refusal[0]) h.newest = info;
             h.live = h.live || info.live;
@@ -80,6 +87,7 @@ Summary summarize(const SharedStats& stats) {
 
 const char* state_of(const HandlerSummary& h) {
     if (h.quarantined) return "quarantined";
+    if (h.vetting_since_unix_ms) return "vetting";  // a newer file: the live version, if any, serves meanwhile
     if (h.live) return "live";
     if (!h.refusal.empty()) return "refused";
     return "removed";
@@ -303,6 +311,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
                                {"fnv1a64", hex(h.newest.content_hash)},
                                {"loaded_unix_ms", h.newest.loaded_unix_ms}};
         }
+        if (h.vetting_since_unix_ms) item["vetting_since_unix_ms"] = h.vetting_since_unix_ms;
         if (!h.refusal.empty()) item["last_refusal"] = for_public ? without_paths(h.refusal) : h.refusal;
         std::uint64_t requests = 0;
         for (auto count : h.requests) requests += count;

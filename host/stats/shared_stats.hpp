@@ -47,6 +47,7 @@ struct VersionInfo {
     std::int64_t mtime_ns = 0, loaded_unix_ms = 0;
     bool live = false;    // a version is installed (else removed, or only ever refused)
     char refusal[192]{};  // the last refusal's reason, if any
+    std::int64_t vetting_since_unix_ms = 0;  // a newer file is being vetted since then (0: none)
 };
 
 /// HandlerStats::in_use. Entries are claimed in order; a retired one (its name was removed and

@@ -1,0 +1,202 @@
+#include "process/vetting_process.hpp"
+
+#include "common/unique_fd.hpp"
+#include "handler/private_folders.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+
+extern char** environ;
+
+namespace cspd {
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+constexpr int kReportFd = 3;
+// A child that closed its pipe but lives on is looked at this often...
+constexpr auto kReapInterval = 5ms;
+// ...and killed after this long: its report is complete, whatever it does now.
+constexpr auto kReapPatience = 2s;
+
+void parse_lines(std::string& pending, VettingReport& report) {
+    std::size_t end;
+    while ((end = pending.find('\n')) != std::string::npos) {
+        const std::string line = pending.substr(0, end);
+        pending.erase(0, end + 1);
+        if (line == "load") report.phase = HandlerPhase::load;
+        else if (line == "init") report.phase = HandlerPhase::init;
+        else if (line == "cleanup") report.phase = HandlerPhase::cleanup;
+        else if (line == "ok") report.ok = true;
+        else if (line.rfind("refused ", 0) == 0) report.refused = true, report.refusal = line.substr(8);
+    }
+}
+
+/// Starts `cspd __vet ...` with the pipe's write end as descriptor 3; its pid, or -1 with `error` set.
+pid_t spawn_child(const std::string& name, const std::filesystem::path& image,
+                  const std::filesystem::path& config_folder, unsigned workers, int report_fd, std::string& error) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, report_fd, kReportFd);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    std::string program = "cspd", verb = "__vet", name_text = name, image_text = image.string(),
+                config_text = config_folder.string(), workers_text = std::to_string(workers);
+    char* argv[] = {program.data(),     verb.data(),         name_text.data(), image_text.data(),
+                    config_text.data(), workers_text.data(), nullptr};
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (spawned != 0) {
+        error = std::string("cannot start the vetting process: ") + std::strerror(spawned);
+        return -1;
+    }
+    return pid;
+}
+}  // namespace
+
+struct VettingProcess::State {
+    State(asio::io_context& io, std::chrono::seconds limit, Done on_done)
+        : pipe(io), deadline(io), reaper(io), phase_limit(limit), done(std::move(on_done)) {}
+
+    asio::posix::stream_descriptor pipe;
+    asio::steady_timer deadline, reaper;
+    std::chrono::seconds phase_limit;
+    Done done;
+    pid_t pid = -1;
+    VettingReport report;
+    std::string pending;
+    std::array<char, 512> chunk{};
+    HandlerPhase timed_phase = HandlerPhase::none;
+    Clock::time_point started = Clock::now(), pipe_closed{};
+    bool over = false;  // reaped, or cancelled: nothing more happens
+
+    void arm_deadline(const std::weak_ptr<VettingProcess>& self) {
+        deadline.expires_after(phase_limit);
+        deadline.async_wait([this, self](boost::system::error_code ec) {
+            const auto alive = self.lock();  // held: done() may drop the last other reference
+            if (ec || !alive || over) return;
+            report.timed_out = true;
+            ::kill(pid, SIGKILL);  // its pipe closes: the read below ends it
+        });
+    }
+
+    void read(const std::weak_ptr<VettingProcess>& self) {
+        pipe.async_read_some(asio::buffer(chunk), [this, self](boost::system::error_code ec, std::size_t n) {
+            const auto alive = self.lock();
+            if (!alive || over) return;
+            if (!ec) {
+                pending.append(chunk.data(), n);
+                parse_lines(pending, report);
+                if (report.phase != timed_phase) {  // each phase gets the whole limit
+                    timed_phase = report.phase;
+                    arm_deadline(self);
+                }
+                read(self);
+                return;
+            }
+            // End of the report (or a broken pipe): the child is done, one way or another.
+            pipe.close();
+            pipe_closed = Clock::now();
+            reap(self);
+        });
+    }
+
+    void reap(const std::weak_ptr<VettingProcess>& self) {
+        const pid_t got = ::waitpid(pid, &report.status, WNOHANG);
+        if (got == 0) {
+            if (Clock::now() - pipe_closed > kReapPatience) ::kill(pid, SIGKILL);
+            reaper.expires_after(kReapInterval);
+            reaper.async_wait([this, self](boost::system::error_code ec) {
+                const auto alive = self.lock();
+                if (!ec && alive && !over) reap(self);
+            });
+            return;
+        }
+        end();
+    }
+
+    void end() {
+        over = true;
+        deadline.cancel();
+        remove_private_folders_of(pid);  // one killed for its deadline could not remove its own
+        report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+        const VettingReport copy = report;  // done() may end this process object
+        Done call = std::move(done);
+        if (call) call(copy);
+    }
+};
+
+VettingProcess::VettingProcess(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, const std::string& name,
+                                                      const std::filesystem::path& image,
+                                                      const std::filesystem::path& config_folder, unsigned workers,
+                                                      std::chrono::seconds phase_limit, Done done) {
+    auto process = std::shared_ptr<VettingProcess>(
+        new VettingProcess(std::make_unique<State>(io, phase_limit, std::move(done))));
+    State& state = *process->state_;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        state.report.error = std::string("pipe: ") + std::strerror(errno);
+    } else {
+        UniqueFd read_end(fds[0]), write_end(fds[1]);
+        state.pid = spawn_child(name, image, config_folder, workers, write_end.get(), state.report.error);
+        if (state.pid > 0) state.pipe.assign(read_end.release());
+    }
+    if (state.pid <= 0) {
+        // Said from the io_context, as a verdict would be: the caller's state is settled by then.
+        asio::post(io, [weak = std::weak_ptr<VettingProcess>(process)] {
+            if (auto self = weak.lock(); self && !self->state_->over) {
+                self->state_->over = true;
+                const VettingReport copy = self->state_->report;
+                Done call = std::move(self->state_->done);
+                if (call) call(copy);
+            }
+        });
+        return process;
+    }
+    state.arm_deadline(process);
+    state.read(process);
+    return process;
+}
+
+void VettingProcess::cancel() {
+    State& state = *state_;
+    if (state.over) return;
+    state.over = true;
+    state.done = nullptr;
+    state.deadline.cancel();
+    state.reaper.cancel();
+    boost::system::error_code ignored;
+    state.pipe.close(ignored);
+    if (state.pid > 0) {
+        ::kill(state.pid, SIGKILL);
+        while (::waitpid(state.pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        remove_private_folders_of(state.pid);
+    }
+}
+
+VettingProcess::~VettingProcess() { cancel(); }
+
+}  // namespace cspd
