@@ -112,7 +112,11 @@ void on_fatal_signal(int signal, siginfo_t* info, void* ucontext) {
     ::raise(signal);
 }
 
-void on_exit_during_handler() {
+void on_exit_during_handler() { blame_exit_in_handler("exit()"); }
+
+}  // namespace
+
+void blame_exit_in_handler(const char* how) noexcept {
     const ThreadCrashContext& context = this_thread_crash_context();
     const HandlerLabel* handler = context.running;
     if (!handler) return;
@@ -120,13 +124,11 @@ void on_exit_during_handler() {
     char line[384];
     const int n = std::snprintf(line, sizeof line,
                                 "\ncspd: EXIT: handler %s.so#%" PRIu64 " (%" PRIu64 " bytes, fnv %016" PRIx64
-                                ") called exit() %s; pid %d dies with it\n",
-                                handler->name, handler->sequence, handler->size, handler->content_hash,
+                                ") called %s %s; pid %d dies with it\n",
+                                handler->name, handler->sequence, handler->size, handler->content_hash, how,
                                 phase_text(context.phase), static_cast<int>(::getpid()));
     if (n > 0) write_all(line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
 }
-
-}  // namespace
 
 void install_exit_blame() {
     std::atexit(on_exit_during_handler);

@@ -11,8 +11,12 @@ namespace cspd {
 void install_crash_reporter();
 
 /// A handler that calls exit() or quick_exit() during a call (or another marked phase) is
-/// named in the log and blamed for its worker's death. (_exit() runs no hook: the master
-/// blames it from the call's mark.)
+/// named in the log and blamed for its worker's death. _exit() and _Exit() run no hook: the
+/// executable's own definitions of them (process/exit_interposer.cpp) blame instead.
 void install_exit_blame();
+
+/// If this thread runs a handler, names it in the log as calling `how` ("exit()") and blames it for
+/// this process's death. Async-signal-safe.
+void blame_exit_in_handler(const char* how) noexcept;
 
 }  // namespace cspd

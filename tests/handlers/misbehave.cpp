@@ -7,6 +7,7 @@
 //   5 thread_fault   a call starts a thread of its own that faults a moment later
 //   6 cleanup_fault  cleanup dereferences null, once a request was served (so vetting passes)
 //   7 leak           each call keeps ?mb=N MiB (default 8), touched, never freed
+//   8 exit_blocking  as exit_call, from a blocking handler (its call runs on the pool's thread)
 // Otherwise each answers "MODE ok".
 #include <csp/csp.h>
 
@@ -38,7 +39,7 @@ std::atomic<bool> served{false};
 
 int handle([[maybe_unused]] const csp_request* req, csp_reply* reply) {
     served = true;
-#if MISBEHAVE == 4
+#if MISBEHAVE == 4 || MISBEHAVE == 8
     csp_str how = csp_query_arg(req, "how");
     if (is(how, "_exit")) _exit(3);
     if (is(how, "quick_exit")) std::quick_exit(4);
@@ -80,4 +81,8 @@ void cleanup(void* state) {
 
 }  // namespace
 
+#if MISBEHAVE == 8
+CSP_BLOCKING_HANDLER_WITH_HOOKS(handle, init, cleanup)
+#else
 CSP_HANDLER_WITH_HOOKS(handle, init, cleanup)
+#endif

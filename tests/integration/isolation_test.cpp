@@ -238,6 +238,31 @@ TEST_F(FewCrashes, ExitInACallIsACrashOfThatHandler) {
     EXPECT_LE(hello.failed(), dead);
 }
 
+TEST_F(FewCrashes, ExitFromABlockingCallIsACrashOfThatHandler) {
+    // Its call runs on the pool's thread, which no loop slot marks: the dying thread names it.
+    drop("exit_blocking.so");
+    ASSERT_TRUE(loaded_everywhere("exit_blocking"));
+    HelloWatch hello(server.port());
+    int dead = 0;
+    for (const char* how : {"_exit", "exit", "_exit"}) {
+        SCOPED_TRACE(how);
+        const double before = restarts(server);
+        HttpClient client(server.port());
+        client.send(std::string("GET /csp/exit_blocking?how=") + how + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        EXPECT_FALSE(client.read_response());
+        EXPECT_TRUE(eventually([&] { return restarts(server) > before; }, 5s));
+        ++dead;
+        EXPECT_TRUE(server.wait_for_log("while handler exit_blocking was running, in a call", 5s)) << server.log();
+    }
+    EXPECT_TRUE(server.wait_for_log("called _exit() in a call")) << server.log();
+    EXPECT_TRUE(eventually(
+        [&] { return fetch(server.port(), "/csp/exit_blocking").value_or(HttpResponse{}).status == 503; }, 5s));
+    EXPECT_EQ(handler_status(server, "exit_blocking").value("state", ""), "quarantined");
+    EXPECT_EQ(handler_status(server, "exit_blocking").value("crashes", 0), 3);
+    hello.finish();
+    EXPECT_LE(hello.failed(), dead);
+}
+
 TEST_F(FewCrashes, AFaultOnAThreadOfTheHandlersOwnIsBlamedOnIt) {
     drop("thread_fault.so");
     ASSERT_TRUE(loaded_everywhere("thread_fault"));
