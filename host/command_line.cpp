@@ -111,6 +111,9 @@ Invocation parse_command_line(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
         ->capture_default_str();
+    bool no_rollback = false;
+    app.add_flag("--no-rollback", no_rollback,
+                 "a quarantined version answers 503 instead of giving way to the version it replaced");
     bool no_status = false;
     auto* no_status_flag =
         app.add_flag("--no-status", no_status, "do not answer GET /-/status and /metrics (they fall through to www/)");
@@ -172,6 +175,8 @@ Invocation parse_command_line(int argc, char** argv) {
     app.add_option("--worker-index", worker_index)->group("");
     app.add_option("--master-pid", master_pid)->group("");
     app.add_option("--worker-slot", invocation.worker_slot)->group("");
+    std::string server_folder;
+    app.add_option("--server-folder", server_folder)->group("");
     bool no_probes = false;
     app.add_flag("--no-probes", no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)");
     bool insecure_handlers = false;
@@ -206,6 +211,8 @@ Invocation parse_command_line(int argc, char** argv) {
     config.upload_dir = upload_dir;
     config.strict_handler_modes = !insecure_handlers;
     config.vet_handlers = !no_vetting;
+    config.rollback = !no_rollback;
+    config.server_folder = server_folder;
     config.sdk_include = sdk_include;
     config.probes = !no_probes;
     config.handlers_dir = handlers_dir;

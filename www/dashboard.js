@@ -50,7 +50,7 @@ function chart(canvas, rates) {
 function card(handler, rate) {
   const c = element("article", { class: "card", "data-handler": handler.name, "data-state": handler.state });
   const title = element("h3");
-  title.append(element("span", {}, handler.name), element("span", { class: "state " + handler.state }, handler.state));
+  title.append(element("span", {}, handler.name), element("span", { class: "state " + handler.state.replace(" ", "-") }, handler.state));
   c.append(title);
   const numbers = element("div", { class: "numbers" });
   const add = (label, value) => {
@@ -62,10 +62,14 @@ function card(handler, rate) {
   add("requests", handler.requests.toLocaleString());
   add("errors", handler.errors);
   add("crashes", handler.crashes);
+  if (handler.rollbacks) add("rollbacks", handler.rollbacks);
   if (handler.version) add("version", `${handler.version.size} B, fnv ${handler.version.fnv1a64.slice(0, 8)}`);
   c.append(numbers);
   const canvas = element("canvas", { "aria-label": `requests per second of ${handler.name}` });
   c.append(canvas);
+  if (handler.rolled_back)
+    c.append(element("p", { class: "note" }, `rolled back from fnv ${handler.rolled_back.from.fnv1a64.slice(0, 8)} ` +
+      `at ${new Date(handler.rolled_back.since_unix_ms).toLocaleTimeString()}: ${handler.rolled_back.why}`));
   if (handler.vetting_since_unix_ms)
     c.append(element("p", { class: "note" }, "a new version is being vetted since " +
       new Date(handler.vetting_since_unix_ms).toLocaleTimeString() + (handler.version ? "; the live one serves meanwhile" : "")));
@@ -94,7 +98,7 @@ function draw(status) {
       row.append(element("td", {}, String(v)));
     workers.append(row);
   }
-  const live = status.handlers.filter((h) => h.state === "live" || (h.state === "vetting" && h.version)).length;
+  const live = status.handlers.filter((h) => h.state === "live" || h.state === "rolled back" || (h.state === "vetting" && h.version)).length;
   document.getElementById("summary").textContent =
     `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
     `${status.worker_restarts} worker restart(s); up since ${new Date(status.started_unix_ms).toLocaleString()}`;

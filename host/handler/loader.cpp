@@ -130,14 +130,7 @@ std::pair<std::uintptr_t, std::uintptr_t> mapped_range(const std::string& path) 
 }  // namespace
 
 HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
-    : strict_modes_(strict_modes) {
-    std::string pattern = private_folder_pattern(scratch_parent, ::getpid());
-    if (!::mkdtemp(pattern.data()))
-        throw std::system_error(errno, std::system_category(),
-                                "cannot create private handler directory under " + scratch_parent.string());
-    scratch_dir_ = pattern;
-    owner_lock_ = claim_private_folder(scratch_dir_);
-}
+    : scratch_(scratch_parent), strict_modes_(strict_modes) {}
 
 std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {
     if (!strict_modes_) return {};
@@ -249,10 +242,7 @@ std::uint64_t HandlerLoader::config_stamp(const std::filesystem::path& folder, c
     return stamp;
 }
 
-HandlerLoader::~HandlerLoader() {
-    std::error_code ec;
-    std::filesystem::remove_all(scratch_dir_, ec);
-}
+HandlerLoader::~HandlerLoader() = default;
 
 bool HandlerLoader::identify(const std::filesystem::path& file, HandlerFileIdentity& out) {
     struct stat st;
@@ -294,7 +284,7 @@ LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::p
     PreparedVersion prepared;
     LoadResult result = prepare(name, file, config_folder, prepared);
     if (result.error != LoadError::none) return result;
-    return open(std::move(prepared));
+    return open(prepared);
 }
 
 LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem::path& file,
@@ -337,7 +327,7 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
 
     // A unique private name per version: dlopen never sees a path or inode twice.
     const std::uint64_t sequence = next_sequence_++;
-    const std::filesystem::path copy = scratch_dir_ / (name + "." + std::to_string(sequence) + ".so");
+    const std::filesystem::path copy = scratch_.path() / (name + "." + std::to_string(sequence) + ".so");
     {
         UniqueFd copied(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
         if (!copied || !write_all(copied.get(), image)) {
@@ -357,13 +347,13 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
     return {};
 }
 
-LoadResult HandlerLoader::open(PreparedVersion prepared) {
+LoadResult HandlerLoader::open(PreparedVersion& prepared) {
     using enum LoadError;
     const std::string& name = prepared.name_;
-    const std::filesystem::path copy = std::exchange(prepared.copy_, {});  // unlinked below, once mapped
+    const std::filesystem::path& copy = prepared.copy_;
     HandlerFileIdentity identity = prepared.identity_;
     const std::uint64_t sequence = prepared.sequence_;
-    HandlerConfig::Read config = std::move(prepared.config_);
+    HandlerConfig::Read config = prepared.config_;
 
     // Named in a crash report (and blamed) if loading or init brings the process down.
     const HandlerLabel label{name.c_str(), sequence, identity.size, identity.content_hash};
@@ -389,7 +379,6 @@ LoadResult HandlerLoader::open(PreparedVersion prepared) {
         const auto [first, last] = mapped_range(copy.string());
         if (first < last) loaded->code_slot = remember_handler_code(first, last, label);
     }
-    ::unlink(copy.c_str());  // the mapping lives on; nothing is left on disk
     if (ec) {
         const char* detail = ::dlerror();
         return failure(dlopen_failed, std::string("dlopen failed: ") + (detail ? detail : ec.message()));

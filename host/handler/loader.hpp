@@ -6,6 +6,7 @@
 
 #include "common/unique_fd.hpp"
 #include "handler/handler_config.hpp"
+#include "handler/private_folders.hpp"
 #include "handler/version.hpp"
 
 #include <filesystem>
@@ -53,6 +54,8 @@ public:
     /// Size and hash as quarantine and vetting key it (the configuration's text hashed in).
     const HandlerFileIdentity& identity() const { return identity_; }
     const std::filesystem::path& config_folder() const { return config_folder_; }
+    /// NAME.conf or NAME.json as read (none, or an error, is possible).
+    const HandlerConfig::Read& config() const { return config_; }
 
 private:
     friend class HandlerLoader;
@@ -90,8 +93,9 @@ public:
     /// A result without error means `out` is ready to open (or to show a load gate).
     LoadResult prepare(const std::string& name, const std::filesystem::path& file,
                        const std::filesystem::path& config_folder, PreparedVersion& out);
-    /// Loads a prepared version: dlopen, ABI check, init. The copy is gone afterwards either way.
-    LoadResult open(PreparedVersion prepared);
+    /// Loads a prepared version: dlopen, ABI check, init. Its copy stays on disk (to be kept, say)
+    /// until `prepared` goes.
+    LoadResult open(PreparedVersion& prepared);
 
     /// Which configuration file `name` has in `folder` now (its identity, hashed; 0: none), so a
     /// watcher sees a changed configuration as a new version.
@@ -106,11 +110,10 @@ public:
     /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
     static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
 
-    const std::filesystem::path& scratch_dir() const { return scratch_dir_; }
+    const std::filesystem::path& scratch_dir() const { return scratch_.path(); }
 
 private:
-    std::filesystem::path scratch_dir_;
-    UniqueFd owner_lock_;  // says scratch_dir_ is in use while this process lives
+    PrivateFolder scratch_;
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
     PhaseObserver on_phase_;

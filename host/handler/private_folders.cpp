@@ -75,6 +75,19 @@ UniqueFd claim_private_folder(const std::filesystem::path& folder) {
     return owner;
 }
 
+PrivateFolder::PrivateFolder(const std::filesystem::path& parent) {
+    std::string pattern = private_folder_pattern(parent, ::getpid());
+    if (!::mkdtemp(pattern.data()))
+        throw std::system_error(errno, std::system_category(), "cannot create a private folder under " + parent.string());
+    path_ = pattern;
+    owner_lock_ = claim_private_folder(path_);
+}
+
+PrivateFolder::~PrivateFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
 std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent) {
     return remove_where(parent, [pid](pid_t owner) { return owner == pid; });
 }

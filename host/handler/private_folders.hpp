@@ -25,6 +25,22 @@ std::string private_folder_pattern(const std::filesystem::path& parent, pid_t pi
 /// Marks `folder` as this process's for as long as the returned descriptor stays open; an
 /// empty descriptor if it cannot (the folder is then removed only by its pid).
 UniqueFd claim_private_folder(const std::filesystem::path& folder);
+/// This process's own folder under `parent`, claimed while it lives and removed with it.
+class PrivateFolder {
+public:
+    /// Throws if it cannot be made.
+    explicit PrivateFolder(const std::filesystem::path& parent = private_folder_parent());
+    ~PrivateFolder();
+    PrivateFolder(const PrivateFolder&) = delete;
+    PrivateFolder& operator=(const PrivateFolder&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+    UniqueFd owner_lock_;
+};
+
 /// Removes what `pid` (a process this one reaped) left under `parent`; how many folders.
 std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent = private_folder_parent());
 /// Removes the folders, owned by this user, of processes that no longer run (an earlier run that

@@ -20,15 +20,26 @@ void HandlerRegistry::refused(const std::string& name, const std::string& reason
     for (const auto& subscriber : refusal_subscribers_) subscriber(name, reason);
 }
 
-void HandlerRegistry::install(std::shared_ptr<const HandlerVersion> version) {
+void HandlerRegistry::subscribe_fallbacks(FallbackSubscriber subscriber) {
+    fallback_subscribers_.push_back(std::move(subscriber));
+}
+
+void HandlerRegistry::install(std::shared_ptr<const HandlerVersion> version,
+                              std::shared_ptr<const HandlerVersion> fallback) {
     const std::string name = version->name();
-    live_[name] = version;
+    Live& live = live_[name];
+    const bool new_fallback = live.fallback != fallback;
+    live = {version, fallback};
     publish(name, version);
+    if (new_fallback)
+        for (const auto& subscriber : fallback_subscribers_) subscriber(name, fallback);
 }
 
 void HandlerRegistry::remove(const std::string& name) {
-    if (live_.erase(name) == 0) return;
-    publish(name, nullptr);
+    const auto it = live_.find(name);
+    if (it == live_.end()) return;
+    live_.erase(it);
+    publish(name, nullptr);  // the table forgets the fallback with the entry
 }
 
 void HandlerRegistry::clear() {
@@ -37,7 +48,12 @@ void HandlerRegistry::clear() {
 
 std::shared_ptr<const HandlerVersion> HandlerRegistry::current(const std::string& name) const {
     auto it = live_.find(name);
-    return it == live_.end() ? nullptr : it->second;
+    return it == live_.end() ? nullptr : it->second.version;
+}
+
+std::shared_ptr<const HandlerVersion> HandlerRegistry::fallback(const std::string& name) const {
+    auto it = live_.find(name);
+    return it == live_.end() ? nullptr : it->second.fallback;
 }
 
 std::vector<std::string> HandlerRegistry::names() const {

@@ -21,6 +21,9 @@ public:
     /// Receives (name, reason) when a file for `name` is refused; the live version stays.
     using RefusalSubscriber = std::function<void(const std::string&, const std::string&)>;
 
+    /// Receives (name, version): what serves `name` while its live version is quarantined (null: nothing).
+    using FallbackSubscriber = std::function<void(const std::string&, std::shared_ptr<const HandlerVersion>)>;
+
     /// Receives (name, true) when a new version of `name` starts being vetted, (name, false) when
     /// that ends without an install or a refusal (its file went).
     using VettingSubscriber = std::function<void(const std::string&, bool)>;
@@ -29,9 +32,11 @@ public:
     void subscribe(Subscriber subscriber);
     void subscribe_refusals(RefusalSubscriber subscriber);
     void subscribe_vetting(VettingSubscriber subscriber);
+    void subscribe_fallbacks(FallbackSubscriber subscriber);
 
-    /// Makes `version` the live one for its name and tells every subscriber.
-    void install(std::shared_ptr<const HandlerVersion> version);
+    /// Makes `version` the live one for its name and tells every subscriber; `fallback` (perhaps
+    /// null) serves instead while `version` is quarantined (a rollback).
+    void install(std::shared_ptr<const HandlerVersion> version, std::shared_ptr<const HandlerVersion> fallback = nullptr);
     /// Removes `name` (no-op if absent) and tells every subscriber.
     void remove(const std::string& name);
     /// Tells refusal subscribers that a file for `name` was refused, and why.
@@ -42,15 +47,20 @@ public:
     void clear();
 
     std::shared_ptr<const HandlerVersion> current(const std::string& name) const;
+    std::shared_ptr<const HandlerVersion> fallback(const std::string& name) const;
     std::vector<std::string> names() const;
 
 private:
     void publish(const std::string& name, const std::shared_ptr<const HandlerVersion>& version);
 
-    std::map<std::string, std::shared_ptr<const HandlerVersion>> live_;
+    struct Live {
+        std::shared_ptr<const HandlerVersion> version, fallback;
+    };
+    std::map<std::string, Live> live_;
     std::vector<Subscriber> subscribers_;
     std::vector<RefusalSubscriber> refusal_subscribers_;
     std::vector<VettingSubscriber> vetting_subscribers_;
+    std::vector<FallbackSubscriber> fallback_subscribers_;
 };
 
 }  // namespace cspd

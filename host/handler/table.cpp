@@ -56,7 +56,13 @@ void HandlerTable::set(const std::string& name, std::shared_ptr<const HandlerVer
     }
     removed_.erase(name);
     untracked_.erase(name);
-    table_[name] = Entry{std::move(version), stats};
+    Entry& entry = table_[name];
+    entry.version = std::move(version);
+    entry.stats = stats;  // the fallback stays until set_fallback(), which follows a change of it
+}
+
+void HandlerTable::set_fallback(const std::string& name, std::shared_ptr<const HandlerVersion> fallback) {
+    if (const auto it = table_.find(name); it != table_.end()) it->second.fallback = std::move(fallback);
 }
 
 void HandlerTable::note_refusal(const std::string& name, const std::string& reason, bool count) {

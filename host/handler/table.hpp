@@ -22,6 +22,8 @@ public:
     struct Entry {
         std::shared_ptr<const HandlerVersion> version;
         HandlerStats* stats = nullptr;  ///< null without shared counters, or if the name is not tracked
+        /// Serves instead while `version` is quarantined: the version it replaced (a rollback).
+        std::shared_ptr<const HandlerVersion> fallback;
     };
 
     /// The live version for `name`, or null. Valid until this loop next runs a posted update.
@@ -37,6 +39,8 @@ public:
     /// Null `version` removes. Dropping the old reference may unload the old library.
     /// `count` bumps the load counter: one loop per process counts, so loads are not multiplied by loops.
     void set(const std::string& name, std::shared_ptr<const HandlerVersion> version, bool count = false);
+    /// Sets what serves `name` while its version is quarantined (null: nothing; 503).
+    void set_fallback(const std::string& name, std::shared_ptr<const HandlerVersion> fallback);
     /// Records a refused file for /-/status (the live version, if any, keeps serving).
     void note_refusal(const std::string& name, const std::string& reason, bool count = false);
 

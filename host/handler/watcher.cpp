@@ -3,6 +3,7 @@
 #include "handler/compile_jobs.hpp"
 #include "handler/folder_events.hpp"
 #include "handler/handler_name.hpp"
+#include "handler/installer.hpp"
 #include "handler/load_gate.hpp"
 #include "handler/loader.hpp"
 #include "handler/registry.hpp"
@@ -35,6 +36,7 @@ struct HandlerWatcher::Impl {
          HandlerRegistry& handler_registry, WatcherOptions watcher_options)
         : io(io_context), folder(std::move(watched)), loader(handler_loader), registry(handler_registry),
           options(watcher_options),
+          installer(io_context, handler_loader, handler_registry, watcher_options.install),
           events(io_context, folder, {[this](const std::string& file, std::uint32_t mask) { on_event(file, mask); },
                                       [this] { rescan(); }}) {
         if (options.compiler) jobs = std::make_unique<CompileJobs>(io_context, *options.compiler);
@@ -47,6 +49,7 @@ struct HandlerWatcher::Impl {
     HandlerLoader& loader;
     HandlerRegistry& registry;
     WatcherOptions options;
+    HandlerInstaller installer;
     FolderEvents events;
     std::unique_ptr<CompileJobs> jobs;  // with --compile
     std::map<std::string, std::unique_ptr<asio::steady_timer>> pending;
@@ -60,6 +63,7 @@ struct HandlerWatcher::Impl {
     bool stopped = false;
 
     void start(std::function<void()> settled) {
+        installer.start();
         events.start();
         rescan();
         on_settled = std::move(settled);
@@ -79,6 +83,7 @@ struct HandlerWatcher::Impl {
         if (jobs) jobs->stop();
         if (options.gate) options.gate->cancel_all();
         at_gate.clear();
+        installer.stop();
     }
 
     void rescan() {
@@ -193,7 +198,7 @@ struct HandlerWatcher::Impl {
     void admit(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk,
                PreparedVersion prepared) {
         if (!options.gate) {
-            finish_load(name, file, on_disk, loader.open(std::move(prepared)));
+            finish_load(name, file, on_disk, loader.open(prepared), &prepared);
             return;
         }
         if (at_gate.contains(name)) options.gate->cancel(name);
@@ -208,11 +213,11 @@ struct HandlerWatcher::Impl {
                                     LoadResult refused;
                                     refused.error = LoadError::gated;
                                     refused.reason = std::move(verdict.reason);
-                                    finish_load(name, file, on_disk, std::move(refused));
+                                    finish_load(name, file, on_disk, std::move(refused), nullptr);
                                     maybe_settled();
                                     return;
                                 }
-                                finish_load(name, file, on_disk, loader.open(std::move(*held)));
+                                finish_load(name, file, on_disk, loader.open(*held), held.get());
                                 maybe_settled();
                             });
     }
@@ -226,24 +231,17 @@ struct HandlerWatcher::Impl {
     }
 
     void finish_load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk,
-                     LoadResult result) {
+                     LoadResult result, const PreparedVersion* prepared) {
         seen[name] = result.version ? result.version->file() : on_disk;
-        install_or_refuse(name, file, std::move(result));
+        install_or_refuse(name, file, std::move(result), prepared);
     }
 
-    void install_or_refuse(const std::string& name, const std::filesystem::path& file, LoadResult result) {
-        auto live = registry.current(name);
-        if (!result.version) {
-            if (live)
-                spdlog::error("handler {}: refused {}: {}; {} keeps serving", name, file.string(), result.reason,
-                              live->describe());
-            else
-                spdlog::error("handler {}: refused {}: {}", name, file.string(), result.reason);
-            registry.refused(name, result.reason);
-            return;
-        }
-        spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", result.version->describe());
-        registry.install(std::move(result.version));
+    void install_or_refuse(const std::string& name, const std::filesystem::path& file, LoadResult result,
+                           const PreparedVersion* prepared = nullptr) {
+        if (result.version)
+            installer.install(std::move(result.version), prepared);
+        else
+            installer.refused(name, file, result.reason);
     }
 
     void compile(const std::string& name, const std::filesystem::path& source, const HandlerFileIdentity& on_disk) {

@@ -5,6 +5,8 @@
 // (dlopen, init) then runs on it.
 #pragma once
 
+#include "handler/installer.hpp"
+
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -29,6 +31,8 @@ struct WatcherOptions {
     bool dev_diagnostics = false;
     /// Asked about each new version before it is loaded (vetting); null: none.
     LoadGate* gate = nullptr;
+    /// What becomes of replaced, quarantined and refused versions (kept copies, rollback).
+    InstallerOptions install;
 };
 
 class HandlerWatcher {

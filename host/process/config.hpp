@@ -49,6 +49,8 @@ struct Config {
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
     unsigned min_body_rate = 500;        ///< bytes/s a request body must keep up, over each header timeout; 0 = any
     unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never
+    bool rollback = true;                ///< a quarantined version gives way to the one it replaced
+    std::filesystem::path server_folder;  ///< the master's: kept handler versions (set for its workers)
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

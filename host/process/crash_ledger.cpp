@@ -57,19 +57,41 @@ void CrashLedger::count(const VersionKey& key) {
     while (!times.empty() && now - times.front() > window_) times.pop_front();
     if (limit_ == 0 || times.size() < limit_) return;
     if (is_quarantined(stats_, key.name, key.size, key.hash)) return;
-    add_to_quarantine(stats_, key.name, key.size, key.hash);
-    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) crashed {} times within {} s: quarantined in "
-                  "every worker; /csp/{} answers 503 until a new version of {}.so is dropped in",
-                  key.name, key.size, key.hash, times.size(), window_.count(), key.name, key.name);
+    QuarantineDetail detail;
+    detail.crashes = static_cast<std::uint32_t>(times.size());
+    quarantine(key, detail,
+               fmt::format("crashed {} times within {} s: quarantined in every worker", times.size(), window_.count()));
 }
 
 void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
     if (CrashCount* crashes = counter(key.name)) bump(crashes->crashes);
     if (quarantine_phase(stats_, key.name, key.size, key.hash) == static_cast<std::uint32_t>(phase)) return;
-    add_to_quarantine(stats_, key.name, key.size, key.hash, static_cast<std::uint32_t>(phase));
-    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) brought a worker down {}: fenced; no worker loads "
-                  "this version again (drop in a fixed {}.so)",
-                  key.name, key.size, key.hash, phase_text(phase), key.name);
+    QuarantineDetail detail;
+    detail.phase = static_cast<std::uint32_t>(phase);
+    detail.crashes = 1;
+    quarantine(key, detail,
+               fmt::format("brought a worker down {}: fenced; no worker loads this version again", phase_text(phase)));
+}
+
+void CrashLedger::quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened) {
+    std::optional<VersionKey> target = rollback_target_ ? rollback_target_(key.name) : std::nullopt;
+    if (target && (target->hash == key.hash && target->size == key.size)) target.reset();
+    if (target && is_quarantined(stats_, key.name, target->size, target->hash)) target.reset();
+    if (target) {
+        detail.rolled_back_to_size = target->size;
+        detail.rolled_back_to_hash = target->hash;
+    }
+    add_to_quarantine(stats_, key.name, key.size, key.hash, detail);
+    if (!target) {
+        spdlog::error("handler {} (version of {} bytes, fnv {:016x}) {}; /csp/{} answers 503 until a new version of "
+                      "{}.so is dropped in",
+                      key.name, key.size, key.hash, what_happened, key.name, key.name);
+        return;
+    }
+    if (CrashCount* crashes = counter(key.name)) bump(crashes->rollbacks);
+    spdlog::error("handler {} (version of {} bytes, fnv {:016x}) {}; rolled back: the version it replaced ({} bytes, "
+                  "fnv {:016x}) serves /csp/{} again until a new version of {}.so is dropped in",
+                  key.name, key.size, key.hash, what_happened, target->size, target->hash, key.name, key.name);
 }
 
 CrashCount* CrashLedger::counter(const std::string& name) {

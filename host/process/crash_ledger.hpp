@@ -3,11 +3,14 @@
 // quarantine list (stats/quarantine_list) that every worker checks.
 #pragma once
 
+#include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -43,9 +46,15 @@ bool is_fault_signal(int signal);
 
 class CrashLedger {
 public:
+    /// The version a quarantined one of `name` gives way to, if any (the last good one, kept).
+    using RollbackTarget = std::function<std::optional<VersionKey>(const std::string& name)>;
+
     /// `crashes` within `window` quarantine a version; 0 crashes: never.
     CrashLedger(SharedStats& stats, unsigned crashes, std::chrono::seconds window)
         : stats_(stats), limit_(crashes), window_(window) {}
+
+    /// With a target, quarantining (or fencing) a version rolls its name back to it (--no-rollback: none).
+    void roll_back_to(RollbackTarget target) { rollback_target_ = std::move(target); }
 
     /// Counts one crash of `key`; quarantines it when that makes K within the window.
     void count(const VersionKey& key);
@@ -55,11 +64,15 @@ public:
 
 private:
     CrashCount* counter(const std::string& name);
+    /// Quarantines `key` with `detail`, rolled back when a target other than itself is known; the
+    /// log line's end says what now answers.
+    void quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened);
 
     SharedStats& stats_;
     unsigned limit_;
     std::chrono::seconds window_;
     std::map<VersionKey, std::deque<std::chrono::steady_clock::time_point>> times_;
+    RollbackTarget rollback_target_;
 };
 
 }  // namespace cspd

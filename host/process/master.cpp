@@ -1,6 +1,7 @@
 #include "process/master.hpp"
 
 #include "common/clocks.hpp"
+#include "handler/kept_versions.hpp"
 #include "handler/private_folders.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
@@ -82,6 +83,12 @@ public:
           signals_(io_, SIGINT, SIGTERM, SIGQUIT),
           requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
         workers_.resize(config_.workers);
+        if (config_.rollback && !config_.server_folder.empty())
+            ledger_.roll_back_to([folder = config_.server_folder](const std::string& name) -> std::optional<VersionKey> {
+                const std::optional<KeptVersion> good = KeptVersions::good_in(folder, name);
+                if (!good) return std::nullopt;
+                return VersionKey{name, good->size, good->content_hash};
+            });
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
     }
@@ -256,6 +263,9 @@ private:
                 for (unsigned i = 0; i < workers_.size(); ++i)
                     if (workers_[i].pid)
                         watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
+            // Copies of versions no worker serves or may roll back to any more, now and then.
+            if (++ticks_ % kSweepTicks == 0 && !config_.server_folder.empty())
+                KeptVersions::sweep(config_.server_folder, kSweepAge);
             tick();
         });
     }
@@ -373,6 +383,9 @@ private:
     bool quitting_ = false;
     bool announced_all_ = false;
     int exit_code_ = 0;
+    std::uint64_t ticks_ = 0;
+    static constexpr std::uint64_t kSweepTicks = 100;     // 10 s
+    static constexpr std::chrono::seconds kSweepAge{60};  // a copy younger than this may be about to be named
 };
 
 }  // namespace
@@ -385,6 +398,10 @@ int Master::run() {
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
     if (config_.loops_total() > kMaxSlots)
         throw std::runtime_error("--workers × --threads is at most " + std::to_string(kMaxSlots));
+    // Where workers keep handler versions that must outlive them (handler/kept_versions).
+    PrivateFolder server_folder;
+    config_.server_folder = server_folder.path();
+    argv_.insert(argv_.end(), {"--server-folder", server_folder.path().string()});
     Supervisor supervisor(config_, argv_);
     return supervisor.run();
 }

@@ -3,6 +3,7 @@
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
 #include "handler/compiler.hpp"
+#include "handler/kept_versions.hpp"
 #include "handler/loader.hpp"
 #include "handler/private_folders.hpp"
 #include "handler/registry.hpp"
@@ -18,6 +19,7 @@
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
+#include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -152,6 +154,11 @@ int Server::run() {
         registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {
             target->post([target, name, reason, counts] { target->handlers().note_refusal(name, reason, counts); });
         });
+        registry.subscribe_fallbacks([target](const std::string& name, std::shared_ptr<const HandlerVersion> fallback) {
+            target->post([target, name, fallback = std::move(fallback)]() mutable {
+                target->handlers().set_fallback(name, std::move(fallback));
+            });
+        });
         registry.subscribe_vetting([target](const std::string& name, bool started) {
             target->post([target, name, started] { target->handlers().note_vetting(name, started); });
         });
@@ -159,6 +166,14 @@ int Server::run() {
     std::unique_ptr<HandlerCompiler> compiler;
     WatcherOptions watch;
     watch.gate = &vetting;
+    // Under a master, versions are kept for workers that restart, and a quarantined one rolls back.
+    const KeptVersions kept(role_ ? config_.server_folder : std::filesystem::path());
+    if (kept.enabled()) watch.install.kept = &kept;
+    if (role_ && config_.rollback)
+        watch.install.quarantined = [&stats](const HandlerVersion& version) {
+            return is_quarantined(stats, version.name(), version.file().size, version.file().content_hash);
+        };
+    watch.install.probation = std::chrono::seconds(config_.quarantine_window_s);
     if (config_.compile_sources) {
         auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
         compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),

@@ -131,9 +131,19 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     const std::string_view path_info = slash == std::string_view::npos ? std::string_view("", 0) : after_prefix.substr(slash);
     const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
     if (!handler) return exchange.error(HttpStatus::not_found);
+    HandlerTable::Entry rolled_back;
     if (shared_) {
         const HandlerFileIdentity& file = handler->version->file();
-        if (is_quarantined(*shared_, name, file.size, file.content_hash)) return builtin_.quarantined(exchange);
+        if (is_quarantined(*shared_, name, file.size, file.content_hash)) {
+            // The version it replaced serves at once, in every loop, until the control thread
+            // installs it (a rollback); without one, or if that one is quarantined too, 503.
+            const HandlerVersion* fallback = handler->fallback.get();
+            if (!fallback ||
+                is_quarantined(*shared_, name, fallback->file().size, fallback->file().content_hash))
+                return builtin_.quarantined(exchange);
+            rolled_back = {handler->fallback, handler->stats, nullptr};
+            handler = &rolled_back;
+        }
     }
     const HttpRequest& request = exchange.request;
     // A GET with a body could make a handler answer differently from the next GET of that path:

@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string_view>
 
 namespace cspd {
@@ -23,8 +24,9 @@ struct HandlerSummary {
     std::int64_t vetting_since_unix_ms = 0;  // a newer file is being vetted (the earliest start)
     std::string refusal;
     std::uint64_t requests[5]{}, errors = 0, latency[kLatencyBuckets]{}, latency_sum_ns = 0, loads = 0, refusals = 0,
-                                 crashes = 0, slow_calls = 0;
+                                 crashes = 0, slow_calls = 0, rollbacks = 0;
     bool quarantined = false;
+    std::optional<QuarantineEntry> rolled_back_from;  // the quarantined version the live one replaced again
 };
 
 struct Summary {
@@ -78,16 +80,21 @@ Summary summarize(const SharedStats& stats) {
     }
     for (const CrashCount& crash : stats.crashes) {
         if (!crash.name[0]) break;
-        sum.handlers[crash.name].crashes += read(crash.crashes);
+        HandlerSummary& h = sum.handlers[crash.name];
+        h.crashes += read(crash.crashes);
+        h.rollbacks += read(crash.rollbacks);
     }
-    for (auto& [name, h] : sum.handlers)
+    for (auto& [name, h] : sum.handlers) {
         h.quarantined = h.live && is_quarantined(stats, name, h.newest.size, h.newest.content_hash);
+        if (h.live && !h.quarantined) h.rolled_back_from = rolled_back_to(stats, name, h.newest.size, h.newest.content_hash);
+    }
     return sum;
 }
 
 const char* state_of(const HandlerSummary& h) {
     if (h.quarantined) return "quarantined";
     if (h.vetting_since_unix_ms) return "vetting";  // a newer file: the live version, if any, serves meanwhile
+    if (h.rolled_back_from) return "rolled back";
     if (h.live) return "live";
     if (!h.refusal.empty()) return "refused";
     return "removed";
@@ -175,6 +182,9 @@ void handler_metrics(std::string& out, const Summary& sum) {
     per_handler(out, sum, "cspd_handler_crashes_total", "counter",
                 "Worker processes lost to a crash or watchdog in this handler.",
                 [](const HandlerSummary& h) { return h.crashes; });
+    per_handler(out, sum, "cspd_handler_rollbacks_total", "counter",
+                "Quarantined or fenced versions of this handler that gave way to the version they replaced.",
+                [](const HandlerSummary& h) { return h.rollbacks; });
     per_handler(out, sum, "cspd_handler_quarantined", "gauge", "1 while the live version of this handler is quarantined.",
                 [](const HandlerSummary& h) { return std::uint64_t(h.quarantined ? 1 : 0); });
 }
@@ -312,6 +322,16 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
                                {"loaded_unix_ms", h.newest.loaded_unix_ms}};
         }
         if (h.vetting_since_unix_ms) item["vetting_since_unix_ms"] = h.vetting_since_unix_ms;
+        if (const auto& from = h.rolled_back_from) {
+            const auto phase = static_cast<HandlerPhase>(from->phase);
+            item["rolled_back"] = {
+                {"from", {{"size", from->size}, {"fnv1a64", hex(from->content_hash)}}},
+                {"to", {{"size", h.newest.size}, {"fnv1a64", hex(h.newest.content_hash)}}},
+                {"why", phase == HandlerPhase::load || phase == HandlerPhase::init
+                            ? std::string("it brought a worker down ") + phase_text(phase)
+                            : "it crashed " + std::to_string(from->crashes) + " times within the quarantine window"},
+                {"since_unix_ms", from->since_unix_ms}};
+        }
         if (!h.refusal.empty()) item["last_refusal"] = for_public ? without_paths(h.refusal) : h.refusal;
         std::uint64_t requests = 0;
         for (auto count : h.requests) requests += count;
@@ -319,6 +339,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
         item["errors"] = h.errors;
         item["server_errors"] = h.requests[4];
         item["crashes"] = h.crashes;
+        item["rollbacks"] = h.rollbacks;
         item["loads"] = h.loads;
         item["refusals"] = h.refusals;
         item["slow_calls"] = h.slow_calls;

@@ -102,11 +102,14 @@ struct QuarantineEntry {
     std::uint64_t size = 0, content_hash = 0;
     std::int64_t since_unix_ms = 0;
     std::uint32_t phase = 0;  // a HandlerPhase: load or init means it is never loaded again; call: it answers 503
+    std::uint64_t rolled_back_to_size = 0, rolled_back_to_hash = 0;  // the version served instead (0: none, 503)
+    std::uint32_t crashes = 0;                                        // what quarantined it, within the window
 };
 
 struct CrashCount {
     char name[kStatsNameBytes]{};
     Counter crashes;
+    Counter rollbacks;  // quarantined versions that gave way to the version they replaced
 };
 
 struct QuarantineList {

@@ -1,5 +1,6 @@
 /* Misbehaves on purpose: /csp/crash?how=segv|abort|fpe|loop; any other value answers
- * "crash vN" (N from CRASH_VERSION, so that two builds are two versions). For the
+ * "crash vN" (N from CRASH_VERSION, so that two builds are two versions); built with
+ * CRASH_ALWAYS, every call faults. For the
  * crash-report, quarantine and watchdog tests only. */
 #include <csp/csp.h>
 
@@ -27,6 +28,9 @@ static int crash(const csp_request *req, csp_reply *reply) {
         volatile unsigned long spins = 0;
         for (;;) ++spins;  /* never returns: for the watchdog */
     }
+#ifdef CRASH_ALWAYS
+    how.data = "segv", how.size = 4; /* a version that passes vetting and crashes on every call */
+#endif
     if (is(how, "segv")) {
         volatile int *nowhere = NULL;
         *nowhere = 1;

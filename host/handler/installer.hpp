@@ -1,0 +1,58 @@
+// Puts what the watcher loads into the registry, and decides what serves when a version goes
+// bad: a replaced version stays loaded as the fallback of the one that replaced it until that
+// one has served --quarantine-window without being quarantined; a quarantined version gives
+// way to its fallback at once (a rollback); a refused file leaves the live version serving, or,
+// in a worker that has none (it just started), the version the server kept. Control thread only.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace cspd {
+
+class HandlerLoader;
+class HandlerRegistry;
+class HandlerVersion;
+class KeptVersions;
+class PreparedVersion;
+
+struct InstallerOptions {
+    /// Versions the server keeps across worker restarts (null: none).
+    const KeptVersions* kept = nullptr;
+    /// Whether a version is quarantined; unset: no rollback (--no-rollback, or no master).
+    std::function<bool(const HandlerVersion&)> quarantined;
+    /// How long a new version must serve unquarantined before the one it replaced is let go.
+    std::chrono::seconds probation{60};
+};
+
+class HandlerInstaller {
+public:
+    HandlerInstaller(boost::asio::io_context& io, HandlerLoader& loader, HandlerRegistry& registry,
+                     InstallerOptions options);
+    ~HandlerInstaller();
+    HandlerInstaller(const HandlerInstaller&) = delete;
+    HandlerInstaller& operator=(const HandlerInstaller&) = delete;
+
+    /// Starts looking for quarantined versions to roll back.
+    void start();
+    void stop();
+
+    /// Makes `version`, loaded from `prepared` (its copy still on disk), the live one of its name.
+    void install(std::shared_ptr<HandlerVersion> version, const PreparedVersion* prepared);
+    /// A file for `name` was refused for `reason`.
+    void refused(const std::string& name, const std::filesystem::path& file, const std::string& reason);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cspd
