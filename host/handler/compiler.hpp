@@ -15,12 +15,16 @@ struct CompileResult {
     bool ok = false;
     std::filesystem::path output;  ///< the .so, when ok
     std::string diagnostics;       ///< what the compiler said (file:line:column: ...), or why it did not run
+    bool shared = false;           ///< another worker of this server compiled the same source: its result
+    bool timed_out = false;
 };
 
 class HandlerCompiler {
 public:
+    /// With a `shared_folder` (the master's), a source is compiled once per server: the first worker
+    /// to meet it compiles a private copy of it under a lock, the others take the result.
     HandlerCompiler(std::filesystem::path sdk_include, std::filesystem::path scratch_dir,
-                    std::chrono::seconds time_limit);
+                    std::chrono::seconds time_limit, std::filesystem::path shared_folder = {});
 
     /// Compiles `source` into a fresh file in the scratch folder. The compiler runs in a process
     /// group of its own, whose id `running` holds while it runs; setting `cancel` (then killing
@@ -32,9 +36,18 @@ public:
     static std::filesystem::path default_sdk_include();
 
 private:
+    /// Runs the compiler on `source`; `quote_dir` is where its #include "..." files are.
+    CompileResult run_compiler(const std::string& name, const std::filesystem::path& source,
+                               const std::filesystem::path& quote_dir, std::atomic<pid_t>& running,
+                               const std::atomic<bool>& cancel) const;
+    /// compile() through the shared folder.
+    CompileResult compile_once(const std::string& name, const std::filesystem::path& source,
+                               std::atomic<pid_t>& running, const std::atomic<bool>& cancel) const;
+
     std::filesystem::path sdk_include_;
     std::filesystem::path scratch_dir_;
     std::chrono::seconds time_limit_;
+    std::filesystem::path shared_;
 };
 
 }  // namespace cspd

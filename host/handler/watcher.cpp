@@ -280,6 +280,11 @@ struct HandlerWatcher::Impl {
             return;
         }
         seen[name] = on_disk;
+        if (result.shared)
+            spdlog::info("handler {}: {} was compiled by another worker; loading its result", name,
+                         source.filename().string());
+        else if (result.ok)
+            spdlog::info("handler {}: compiled {}", name, source.filename().string());
         if (result.ok) {
             PreparedVersion prepared;
             LoadResult read = loader.prepare(name, result.output, folder, prepared);

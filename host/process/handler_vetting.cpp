@@ -6,20 +6,28 @@
 #include "process/vetting_process.hpp"
 #include "stats/quarantine_list.hpp"
 
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 namespace cspd {
 namespace {
 
 constexpr int kReportFd = 3;
+// Vetting runs below serving: a swap under load takes cores from requests as little as it can.
+constexpr int kVettingNice = 10;
+// How often a worker waiting for another's verdict looks for it.
+constexpr auto kVerdictPoll = std::chrono::milliseconds(5);
 
 std::string describe_death(int status) {
     if (WIFSIGNALED(status))
@@ -43,9 +51,16 @@ GateVerdict verdict_of(const VettingReport& report, std::chrono::seconds limit) 
 
 }  // namespace
 
+struct HandlerVetting::Wait {
+    explicit Wait(boost::asio::io_context& io) : timer(io, kVerdictPoll) {}
+    boost::asio::steady_timer timer;
+};
+
 HandlerVetting::HandlerVetting(boost::asio::io_context& io, std::chrono::seconds init_timeout,
-                               const SharedStats* stats, bool try_versions, unsigned workers)
-    : io_(io), init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions) {}
+                               const SharedStats* stats, bool try_versions, unsigned workers,
+                               const std::filesystem::path& server_folder)
+    : io_(io), init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions),
+      verdicts_(server_folder) {}
 
 HandlerVetting::~HandlerVetting() { cancel_all(); }
 
@@ -60,25 +75,64 @@ void HandlerVetting::check(const std::string& name, const std::filesystem::path&
             return done({false, true, std::string("fenced: this version brought a worker down ") + phase_text(phase)});
     }
     if (!try_versions_) return done({});
+    // The same name, hash and size as a kept version's: one verdict per version per server.
+    char id[160];
+    std::snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, name.c_str(), file.content_hash, file.size);
+    settle(Pending{name, id, key, image, config_folder, std::move(done)});
+}
+
+void HandlerVetting::settle(Pending pending) {
+    if (std::optional<GateVerdict> verdict = verdicts_.find(pending.id)) {
+        spdlog::debug("handler {}: {} by another worker's vetting", pending.name, verdict->pass ? "passed" : "refused");
+        if (verdict->fenced) fenced_[pending.key] = *verdict;
+        return pending.done(std::move(*verdict));
+    }
+    std::optional<UniqueFd> claim = verdicts_.enabled() ? verdicts_.claim(pending.id) : std::optional(UniqueFd());
+    if (!claim) {
+        // Another worker vets it now: look for its verdict shortly (or vet it, should that worker die).
+        auto wait = std::make_shared<Wait>(io_);
+        waits_[pending.name] = wait;
+        wait->timer.async_wait([this, wait, pending = std::move(pending)](boost::system::error_code ec) mutable {
+            if (ec) return;
+            if (const auto it = waits_.find(pending.name); it == waits_.end() || it->second != wait) return;
+            waits_.erase(pending.name);
+            settle(std::move(pending));
+        });
+        return;
+    }
+    vet(std::move(pending), std::make_shared<UniqueFd>(std::move(*claim)));
+}
+
+void HandlerVetting::vet(Pending pending, std::shared_ptr<UniqueFd> claim) {
+    // Read before `pending` moves into the callback.
+    const std::string name = pending.name;
+    const std::filesystem::path image = pending.image, config_folder = pending.config_folder;
     runs_[name] = VettingProcess::start(
         io_, name, image, config_folder, workers_, init_timeout_,
-        [this, name, key, done = std::move(done)](const VettingReport& report) {
-            const auto run = std::move(runs_[name]);  // lives until this returns
-            runs_.erase(name);
+        [this, pending = std::move(pending), claim](const VettingReport& report) {
+            const auto run = std::move(runs_[pending.name]);  // lives until this returns
+            runs_.erase(pending.name);
             if (!report.error.empty()) {
                 // Vetting could not run (no processes left, say): let the load go on unvetted
                 // rather than refuse every handler.
-                spdlog::error("handler {}: {}; loading it untried", name, report.error);
-                return done({});
+                spdlog::error("handler {}: {}; loading it untried", pending.name, report.error);
+                return pending.done({});
             }
-            spdlog::debug("handler {}: vetted in {:.1f} ms", name, report.elapsed_ms);
+            spdlog::debug("handler {}: vetted in {:.1f} ms", pending.name, report.elapsed_ms);
             GateVerdict verdict = verdict_of(report, init_timeout_);
-            if (verdict.fenced) fenced_[key] = verdict;
-            done(std::move(verdict));
+            // Shared before the claim goes, so waiters find it. An ordinary refusal (init returned
+            // nonzero: its database was down, say) is not: each worker tries for itself.
+            if (verdict.pass || verdict.fenced) verdicts_.record(pending.id, verdict);
+            if (verdict.fenced) fenced_[pending.key] = verdict;
+            pending.done(std::move(verdict));
         });
 }
 
 void HandlerVetting::cancel(const std::string& name) {
+    if (const auto wait = waits_.find(name); wait != waits_.end()) {
+        wait->second->timer.cancel();
+        waits_.erase(wait);
+    }
     const auto it = runs_.find(name);
     if (it == runs_.end()) return;
     const auto run = std::move(it->second);
@@ -87,6 +141,8 @@ void HandlerVetting::cancel(const std::string& name) {
 }
 
 void HandlerVetting::cancel_all() {
+    for (auto& [name, wait] : waits_) wait->timer.cancel();
+    waits_.clear();
     auto runs = std::move(runs_);
     runs_.clear();
     for (auto& [name, run] : runs) run->cancel();
@@ -94,8 +150,9 @@ void HandlerVetting::cancel_all() {
 
 int run_vetting_child(int argc, char** argv) {
     if (argc < 5) return 2;
-    // The vetting process dies with the one that asked.
+    // The vetting process dies with the one that asked, and yields the cores to serving.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::setpriority(PRIO_PROCESS, 0, kVettingNice);
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd-vet"));
     spdlog::set_level(spdlog::level::warn);  // its loads and unloads are not news
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P vetting] %v");

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "handler/load_gate.hpp"
+#include "process/vetting_verdicts.hpp"
 
 #include <chrono>
 #include <map>
@@ -33,8 +34,9 @@ public:
     /// `stats`: the shared segment, for the master's fences (may be null). Without `try_versions`
     /// (--no-vetting) only those fences are checked.
     /// `workers` is what init is told as the worker count (its index there is CSP_VETTING).
+    /// With a `server_folder` (a master's), verdicts are shared: each version is vetted once per server.
     HandlerVetting(boost::asio::io_context& io, std::chrono::seconds init_timeout, const SharedStats* stats,
-                   bool try_versions = true, unsigned workers = 1);
+                   bool try_versions = true, unsigned workers = 1, const std::filesystem::path& server_folder = {});
     ~HandlerVetting();
     HandlerVetting(const HandlerVetting&) = delete;
     HandlerVetting& operator=(const HandlerVetting&) = delete;
@@ -49,6 +51,17 @@ public:
 
 private:
     using Key = std::tuple<std::string, std::uint64_t, std::uint64_t>;  // name, size, hash
+    /// A version waiting for its verdict.
+    struct Pending {
+        std::string name, id;
+        Key key;
+        std::filesystem::path image, config_folder;
+        Done done;
+    };
+    /// Gives `pending` its verdict: one another worker wrote, else after vetting it here (or
+    /// waiting for the worker that vets it now).
+    void settle(Pending pending);
+    void vet(Pending pending, std::shared_ptr<UniqueFd> claim);
 
     boost::asio::io_context& io_;
     std::chrono::seconds init_timeout_;
@@ -56,7 +69,10 @@ private:
     const SharedStats* stats_;
     bool try_versions_;
     std::map<Key, GateVerdict> fenced_;  // what failed here stays refused
+    VettingVerdicts verdicts_;
     std::map<std::string, std::shared_ptr<VettingProcess>> runs_;
+    struct Wait;  // for another worker's verdict
+    std::map<std::string, std::shared_ptr<Wait>> waits_;
 };
 
 /// The child's side: `argv` is {"__vet", NAME, FILE, CONFIG_FOLDER, WORKERS}. Reports on descriptor 3; the exit code

@@ -127,7 +127,7 @@ int Server::run() {
     // Each new version is tried in a short-lived process before this one loads it (unless
     // --no-vetting), and none the master has fenced is loaded.
     HandlerVetting vetting(control, std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers,
-                           workers);
+                           workers, role_ ? config_.server_folder : std::filesystem::path());
     // The master times loads and inits (--init-timeout): one that passed vetting may still hang here.
     LoopSlot& first = stats.slots[first_slot];
     loader.on_phase([&first](HandlerPhase phase, const HandlerLabel& label) {
@@ -177,7 +177,8 @@ int Server::run() {
     if (config_.compile_sources) {
         auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
         compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),
-                                                     std::chrono::seconds(config_.compile_timeout_s));
+                                                     std::chrono::seconds(config_.compile_timeout_s),
+                                                     role_ ? config_.server_folder : std::filesystem::path());
         watch.compiler = compiler.get();
         watch.dev_diagnostics = config_.dev;
         spdlog::info("--compile: NAME.c and NAME.cpp are compiled against {}{}", include.string(),

@@ -50,6 +50,32 @@ TEST(Compile, CompilesADroppedSourceAndRecompilesOnSave) {
     EXPECT_TRUE(server.wait_for_log("handler page: compiling"));
 }
 
+std::size_t count(const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+}
+
+TEST(Compile, TwoWorkersCompileASourceOnceAndVetTheResultOnce) {
+    TestServer server({"--compile", "--workers", "2"});
+    // A header beside it: the private copy that is compiled still finds it.
+    std::ofstream(server.handlers() / "greeting.h") << "#define GREETING \"compiled once\"\n";
+    write(server.handlers() / "page.cpp", "#include \"greeting.h\"\n" + source("\" GREETING \""));
+    ASSERT_TRUE(eventually(
+        [&] {
+            for (int i = 0; i < 6; ++i)
+                if (fetch(server.port(), "/csp/page").value_or(HttpResponse{}).body != "compiled once") return false;
+            return true;
+        },
+        20s))
+        << server.log();
+    ASSERT_TRUE(server.wait_for_log("page.cpp was compiled by another worker", 5s)) << server.log();
+    ASSERT_TRUE(server.wait_for_log("passed by another worker's vetting", 5s)) << server.log();
+    const std::string log = server.log();
+    EXPECT_EQ(count(log, "handler page: compiled page.cpp"), 1u) << log;
+    EXPECT_EQ(count(log, "handler page: vetted in"), 1u) << log;
+}
+
 TEST(Compile, CompilesCSources) {
     TestServer server({"--compile"});
     write(server.handlers() / "plain.c", "#include <csp/csp.h>\nstatic int h(const csp_request *r, csp_reply *o) { "

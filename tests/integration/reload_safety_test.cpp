@@ -114,6 +114,22 @@ TEST_F(ReloadSafety, AFileDeletedWhileBeingVettedLeavesNothingBehind) {
     EXPECT_EQ(status_of(server, "/csp/gone"), 404);
 }
 
+TEST_F(ReloadSafety, TwoWorkersVetANewVersionOnce) {
+    drop("echo.so", "echo.so");
+    ASSERT_TRUE(answers("/csp/echo", 200, 10s));
+    ASSERT_TRUE(eventually([&] { return handler_status(server, "echo").value("loads", 0) >= 2; }, 5s));
+    const std::string log = server.log();
+    std::size_t vetted = 0, shared = 0;
+    for (std::size_t at = log.find("handler echo: vetted in"); at != std::string::npos;
+         at = log.find("handler echo: vetted in", at + 1))
+        ++vetted;
+    for (std::size_t at = log.find("handler echo: passed by another worker's vetting"); at != std::string::npos;
+         at = log.find("handler echo: passed by another worker's vetting", at + 1))
+        ++shared;
+    EXPECT_EQ(vetted, 1u) << log;
+    EXPECT_EQ(shared, 1u) << log;
+}
+
 // --- the last good version survives a worker restart ----------------------------------------
 
 double restarts(const TestServer& server) {
@@ -256,6 +272,31 @@ TEST_F(Rollback, AQuarantinedVersionGivesWayToTheOneItReplacedEverywhere) {
     EXPECT_TRUE(eventually([&] { return answers_with(server, "/csp/crash", "crash v2", 6).first == 6; }, 10s))
         << server.log();
     EXPECT_TRUE(eventually([&] { return handler_status(server, "crash").value("state", "") == "live"; }, 5s));
+}
+
+class ShortWindow : public Rollback {
+protected:
+    ShortWindow() : Rollback({"--quarantine-window", "1"}) {}
+};
+
+TEST_F(ShortWindow, TheReplacedVersionIsLetGoOnceTheNewOneServedTheWindow) {
+    install_by_rename(test_handler("crash.so"), server.handlers() / "crash.so");
+    ASSERT_TRUE(eventually([&] { return answers_with(server, "/csp/crash", "crash v1", 6).first == 6; }, 10s));
+    const std::size_t one_version = server.handler_mappings();
+    install_by_rename(test_handler("v2/crash.so"), server.handlers() / "crash.so");
+    ASSERT_TRUE(eventually([&] { return answers_with(server, "/csp/crash", "crash v2", 6).first == 6; }, 10s));
+    // v1 stays loaded for a rollback: more mappings, for a while.
+    EXPECT_GT(server.handler_mappings(), one_version);
+    EXPECT_TRUE(eventually([&] { return server.handler_mappings() <= one_version; }, 5s))
+        << server.handler_mappings() << " mappings; one version has " << one_version << "\n" << server.log();
+    // v2 now crashes 3 times: nothing to roll back to any more, so 503.
+    for (int i = 0; i < 3; ++i) {
+        const auto response = fetch(server.port(), "/csp/crash?how=segv");
+        EXPECT_TRUE(!response || response->status == 500);
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/crash").value_or(HttpResponse{}).status == 503; }, 5s))
+        << server.log();
 }
 
 class NoRollback : public Rollback {
