@@ -109,7 +109,7 @@ struct HandlerInstaller::Impl {
             spdlog::debug("handler {}: {} served {} s unquarantined; the version it replaced is let go", name,
                           live->describe(), options.probation.count());
             if (options.kept) options.kept->set_good(name, nullptr);
-            registry.install(live, nullptr);
+            registry.set_fallback(name, nullptr);
         });
     }
 
@@ -129,6 +129,15 @@ struct HandlerInstaller::Impl {
         rollback_check.async_wait([this](boost::system::error_code ec) {
             if (!ec && !stopped) check_rollbacks();
         });
+    }
+
+    void removed(const std::string& name) {
+        probation.erase(name);
+        if (options.kept) {
+            options.kept->set_serving(name, nullptr);
+            options.kept->set_good(name, nullptr);
+        }
+        registry.remove(name);
     }
 
     void refused(const std::string& name, const std::filesystem::path& file, const std::string& reason) {
@@ -163,6 +172,8 @@ void HandlerInstaller::stop() { impl_->stop(); }
 void HandlerInstaller::install(std::shared_ptr<HandlerVersion> version, const PreparedVersion* prepared) {
     impl_->install(std::move(version), prepared);
 }
+
+void HandlerInstaller::removed(const std::string& name) { impl_->removed(name); }
 
 void HandlerInstaller::refused(const std::string& name, const std::filesystem::path& file, const std::string& reason) {
     impl_->refused(name, file, reason);

@@ -47,6 +47,8 @@ public:
 
     /// Makes `version`, loaded from `prepared` (its copy still on disk), the live one of its name.
     void install(std::shared_ptr<HandlerVersion> version, const PreparedVersion* prepared);
+    /// `name`'s file is gone: it answers 404, and nothing of it is kept for workers that start later.
+    void removed(const std::string& name);
     /// A file for `name` was refused for `reason`.
     void refused(const std::string& name, const std::filesystem::path& file, const std::string& reason);
 

@@ -49,6 +49,9 @@ public:
     static std::optional<KeptVersion> good_in(const std::filesystem::path& folder, const std::string& name) {
         return read(folder, name, kGood);
     }
+    static std::optional<KeptVersion> serving_in(const std::filesystem::path& folder, const std::string& name) {
+        return read(folder, name, kServing);
+    }
     /// Removes the copies in `folder` no record names that are older than `age`; how many.
     static std::size_t sweep(const std::filesystem::path& folder, std::chrono::seconds age);
 

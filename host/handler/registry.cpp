@@ -35,6 +35,13 @@ void HandlerRegistry::install(std::shared_ptr<const HandlerVersion> version,
         for (const auto& subscriber : fallback_subscribers_) subscriber(name, fallback);
 }
 
+void HandlerRegistry::set_fallback(const std::string& name, std::shared_ptr<const HandlerVersion> fallback) {
+    const auto it = live_.find(name);
+    if (it == live_.end() || it->second.fallback == fallback) return;
+    it->second.fallback = fallback;
+    for (const auto& subscriber : fallback_subscribers_) subscriber(name, fallback);
+}
+
 void HandlerRegistry::remove(const std::string& name) {
     const auto it = live_.find(name);
     if (it == live_.end()) return;

@@ -37,6 +37,8 @@ public:
     /// Makes `version` the live one for its name and tells every subscriber; `fallback` (perhaps
     /// null) serves instead while `version` is quarantined (a rollback).
     void install(std::shared_ptr<const HandlerVersion> version, std::shared_ptr<const HandlerVersion> fallback = nullptr);
+    /// Changes only what serves `name` while its live version is quarantined (no-op if absent).
+    void set_fallback(const std::string& name, std::shared_ptr<const HandlerVersion> fallback);
     /// Removes `name` (no-op if absent) and tells every subscriber.
     void remove(const std::string& name);
     /// Tells refusal subscribers that a file for `name` was refused, and why.

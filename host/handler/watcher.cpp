@@ -167,7 +167,7 @@ struct HandlerWatcher::Impl {
         leave_gate(name);
         if (registry.current(name)) {
             spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
-            registry.remove(name);
+            installer.removed(name);
         }
     }
 

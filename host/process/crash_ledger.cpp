@@ -60,7 +60,8 @@ void CrashLedger::count(const VersionKey& key) {
     QuarantineDetail detail;
     detail.crashes = static_cast<std::uint32_t>(times.size());
     quarantine(key, detail,
-               fmt::format("crashed {} times within {} s: quarantined in every worker", times.size(), window_.count()));
+               fmt::format("crashed {} times within {} s: quarantined in every worker", times.size(), window_.count()),
+               fmt::format("/csp/{} answers 503 until a new version of {}.so is dropped in", key.name, key.name));
 }
 
 void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
@@ -70,10 +71,12 @@ void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
     detail.phase = static_cast<std::uint32_t>(phase);
     detail.crashes = 1;
     quarantine(key, detail,
-               fmt::format("brought a worker down {}: fenced; no worker loads this version again", phase_text(phase)));
+               fmt::format("brought a worker down {}: fenced; no worker loads this version again", phase_text(phase)),
+               fmt::format("drop in a fixed {}.so", key.name));
 }
 
-void CrashLedger::quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened) {
+void CrashLedger::quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened,
+                             const std::string& otherwise) {
     std::optional<VersionKey> target = rollback_target_ ? rollback_target_(key.name) : std::nullopt;
     if (target && (target->hash == key.hash && target->size == key.size)) target.reset();
     if (target && is_quarantined(stats_, key.name, target->size, target->hash)) target.reset();
@@ -83,9 +86,8 @@ void CrashLedger::quarantine(const VersionKey& key, QuarantineDetail detail, con
     }
     add_to_quarantine(stats_, key.name, key.size, key.hash, detail);
     if (!target) {
-        spdlog::error("handler {} (version of {} bytes, fnv {:016x}) {}; /csp/{} answers 503 until a new version of "
-                      "{}.so is dropped in",
-                      key.name, key.size, key.hash, what_happened, key.name, key.name);
+        spdlog::error("handler {} (version of {} bytes, fnv {:016x}) {}; {}", key.name, key.size, key.hash,
+                      what_happened, otherwise);
         return;
     }
     if (CrashCount* crashes = counter(key.name)) bump(crashes->rollbacks);

@@ -65,8 +65,9 @@ public:
 private:
     CrashCount* counter(const std::string& name);
     /// Quarantines `key` with `detail`, rolled back when a target other than itself is known; the
-    /// log line's end says what now answers.
-    void quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened);
+    /// log line says what happened, then the rollback, or `otherwise` what now answers.
+    void quarantine(const VersionKey& key, QuarantineDetail detail, const std::string& what_happened,
+                    const std::string& otherwise);
 
     SharedStats& stats_;
     unsigned limit_;

@@ -85,9 +85,12 @@ public:
         workers_.resize(config_.workers);
         if (config_.rollback && !config_.server_folder.empty())
             ledger_.roll_back_to([folder = config_.server_folder](const std::string& name) -> std::optional<VersionKey> {
-                const std::optional<KeptVersion> good = KeptVersions::good_in(folder, name);
-                if (!good) return std::nullopt;
-                return VersionKey{name, good->size, good->content_hash};
+                // The version the quarantined one replaced; for a version fenced before any worker
+                // served it, the one still serving.
+                std::optional<KeptVersion> target = KeptVersions::good_in(folder, name);
+                if (!target) target = KeptVersions::serving_in(folder, name);
+                if (!target) return std::nullopt;
+                return VersionKey{name, target->size, target->content_hash};
             });
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
