@@ -63,13 +63,13 @@ class Swapper:
         self.thread.join()
 
 
-def measure(cspd, handlers, workers, runs, seconds, rate):
+def measure(cspd, handlers, workers, runs, seconds, rate, extra=()):
     work = Path(tempfile.mkdtemp(prefix="cspd-reload-"))
     (work / "handlers").mkdir()
     shutil.copy(handlers / "hello.so", work / "handlers" / "hello.so")
     server = subprocess.Popen(["taskset", "-c", "0", str(cspd.resolve()), "--port", str(PORT), "--bind", "127.0.0.1",
                                "--workers", str(workers), "--handlers", str(work / "handlers"), "--www",
-                               str(ROOT / "www"), "--log-level", "warn"])
+                               str(ROOT / "www"), "--log-level", "warn", *extra])
     still, swapping, errors, swaps = [], [], 0, 0
     try:
         wait_for_port(PORT)
@@ -102,6 +102,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--rate", type=float, default=10, help="replacements a second")
+    parser.add_argument("--server-args", default="", help="more cspd arguments, e.g. --no-vetting")
     args = parser.parse_args()
 
     builds = [("this build", args.cspd)] + ([("baseline", args.baseline)] if args.baseline else [])
@@ -109,7 +110,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for workers in [int(w) for w in args.workers.split(",")]:
         for name, cspd in builds:
-            r = measure(cspd, args.handlers, workers, args.runs, args.seconds, args.rate)
+            r = measure(cspd, args.handlers, workers, args.runs, args.seconds, args.rate, args.server_args.split())
             print(f"| {name} | {workers} | {r['undisturbed']:,.0f} | {r['swapping']:,.0f} | {r['ratio'] * 100:.1f}% | "
                   f"{r['swaps']} | {r['errors']} |", flush=True)
 

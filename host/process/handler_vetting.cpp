@@ -3,6 +3,7 @@
 #include "handler/loader.hpp"
 #include "handler/private_folders.hpp"
 #include "process/crash_reporter.hpp"
+#include "process/vetting_fork_server.hpp"
 #include "process/vetting_process.hpp"
 #include "stats/quarantine_list.hpp"
 
@@ -60,7 +61,7 @@ HandlerVetting::HandlerVetting(boost::asio::io_context& io, std::chrono::seconds
                                const SharedStats* stats, bool try_versions, unsigned workers,
                                const std::filesystem::path& server_folder)
     : io_(io), init_timeout_(init_timeout), workers_(workers), stats_(stats), try_versions_(try_versions),
-      verdicts_(server_folder) {}
+      verdicts_(server_folder), forks_(std::make_unique<VettingForkServer>(io)) {}
 
 HandlerVetting::~HandlerVetting() { cancel_all(); }
 
@@ -108,7 +109,7 @@ void HandlerVetting::vet(Pending pending, std::shared_ptr<UniqueFd> claim) {
     const std::string name = pending.name;
     const std::filesystem::path image = pending.image, config_folder = pending.config_folder;
     runs_[name] = VettingProcess::start(
-        io_, name, image, config_folder, workers_, init_timeout_,
+        io_, forks_.get(), name, image, config_folder, workers_, init_timeout_,
         [this, pending = std::move(pending), claim](const VettingReport& report) {
             const auto run = std::move(runs_[pending.name]);  // lives until this returns
             runs_.erase(pending.name);

@@ -27,6 +27,7 @@ class io_context;
 namespace cspd {
 
 struct SharedStats;
+class VettingForkServer;
 class VettingProcess;
 
 class HandlerVetting final : public LoadGate {
@@ -70,6 +71,7 @@ private:
     bool try_versions_;
     std::map<Key, GateVerdict> fenced_;  // what failed here stays refused
     VettingVerdicts verdicts_;
+    std::unique_ptr<VettingForkServer> forks_;  // where vetting processes come from
     std::map<std::string, std::shared_ptr<VettingProcess>> runs_;
     struct Wait;  // for another worker's verdict
     std::map<std::string, std::shared_ptr<Wait>> waits_;

@@ -2,11 +2,13 @@
 
 #include "common/unique_fd.hpp"
 #include "handler/private_folders.hpp"
+#include "process/vetting_fork_server.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -83,6 +85,8 @@ struct VettingProcess::State {
     std::chrono::seconds phase_limit;
     Done done;
     pid_t pid = -1;
+    VettingForkServer* forks = nullptr;  // set when it forked the child: it reaps it, and says how it ended
+    bool status_known = false, pipe_done = false;
     VettingReport report;
     std::string pending;
     std::array<char, 512> chunk{};
@@ -117,12 +121,13 @@ struct VettingProcess::State {
             // End of the report (or a broken pipe): the child is done, one way or another.
             pipe.close();
             pipe_closed = Clock::now();
+            pipe_done = true;
             reap(self);
         });
     }
 
     void reap(const std::weak_ptr<VettingProcess>& self) {
-        const pid_t got = ::waitpid(pid, &report.status, WNOHANG);
+        const pid_t got = forks ? (status_known ? pid : 0) : ::waitpid(pid, &report.status, WNOHANG);
         if (got == 0) {
             if (Clock::now() - pipe_closed > kReapPatience) ::kill(pid, SIGKILL);
             reaper.expires_after(kReapInterval);
@@ -135,10 +140,19 @@ struct VettingProcess::State {
         end();
     }
 
+    /// The fork server reaped the child.
+    void ended(int status) {
+        report.status = status;
+        status_known = true;
+        if (pipe_done && !over) end();
+    }
+
     void end() {
         over = true;
         deadline.cancel();
-        remove_private_folders_of(pid);  // one killed for its deadline could not remove its own
+        reaper.cancel();
+        // One killed for its deadline could not remove its own (a fork server's child: the server does).
+        if (!forks) remove_private_folders_of(pid);
         report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         const VettingReport copy = report;  // done() may end this process object
         Done call = std::move(done);
@@ -148,7 +162,8 @@ struct VettingProcess::State {
 
 VettingProcess::VettingProcess(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, const std::string& name,
+std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, VettingForkServer* forks,
+                                                      const std::string& name,
                                                       const std::filesystem::path& image,
                                                       const std::filesystem::path& config_folder, unsigned workers,
                                                       std::chrono::seconds phase_limit, Done done) {
@@ -160,7 +175,20 @@ std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, cons
         state.report.error = std::string("pipe: ") + std::strerror(errno);
     } else {
         UniqueFd read_end(fds[0]), write_end(fds[1]);
-        state.pid = spawn_child(name, image, config_folder, workers, write_end.get(), state.report.error);
+        std::string forking_error;
+        if (forks)
+            state.pid = forks->start(
+                name, image, config_folder, workers, write_end.get(),
+                [weak = std::weak_ptr<VettingProcess>(process)](int status) {
+                    if (auto self = weak.lock()) self->state_->ended(status);
+                },
+                forking_error);
+        if (state.pid > 0) {
+            state.forks = forks;
+        } else {
+            if (!forking_error.empty()) spdlog::warn("{}; starting vetting processes afresh", forking_error);
+            state.pid = spawn_child(name, image, config_folder, workers, write_end.get(), state.report.error);
+        }
         if (state.pid > 0) state.pipe.assign(read_end.release());
     }
     if (state.pid <= 0) {
@@ -191,9 +219,13 @@ void VettingProcess::cancel() {
     state.pipe.close(ignored);
     if (state.pid > 0) {
         ::kill(state.pid, SIGKILL);
-        while (::waitpid(state.pid, nullptr, 0) < 0 && errno == EINTR) {
+        if (state.forks) {
+            state.forks->forget(state.pid);  // its fork server reaps it
+        } else {
+            while (::waitpid(state.pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+            remove_private_folders_of(state.pid);
         }
-        remove_private_folders_of(state.pid);
     }
 }
 

@@ -32,14 +32,16 @@ struct VettingReport {
     double elapsed_ms = 0;
 };
 
+class VettingForkServer;
+
 class VettingProcess : public std::enable_shared_from_this<VettingProcess> {
 public:
     using Done = std::function<void(const VettingReport&)>;
 
-    /// Starts the child; `done` runs once on `io`'s thread when it has ended (or could not start),
-    /// unless cancel() comes first.
-    static std::shared_ptr<VettingProcess> start(boost::asio::io_context& io, const std::string& name,
-                                                 const std::filesystem::path& image,
+    /// Starts the child -- forked by `forks` if given and able, else started afresh; `done` runs once
+    /// on `io`'s thread when it has ended (or could not start), unless cancel() comes first.
+    static std::shared_ptr<VettingProcess> start(boost::asio::io_context& io, VettingForkServer* forks,
+                                                 const std::string& name, const std::filesystem::path& image,
                                                  const std::filesystem::path& config_folder, unsigned workers,
                                                  std::chrono::seconds phase_limit, Done done);
     ~VettingProcess();

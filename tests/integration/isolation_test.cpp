@@ -14,6 +14,7 @@
 #include <atomic>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -137,12 +138,30 @@ TEST_F(ShortInitTimeout, AnInitThatNeverReturnsIsRefusedAndStopped) {
     // Reloads go on for every other handler, and nothing is left spinning: the vetting process is gone.
     drop("echo.so");
     EXPECT_TRUE(loaded_everywhere("echo"));
-    for (pid_t worker : server.worker_pids()) {
-        std::ifstream children("/proc/" + std::to_string(worker) + "/task/" + std::to_string(worker) + "/children");
-        std::string left;
-        std::getline(children, left);
-        EXPECT_EQ(left, "") << "worker " << worker << " still has children";
-    }
+    // (A worker's one lasting child is its vetting fork server, which must have none left.)
+    const auto children_of = [](pid_t pid) {
+        std::ifstream list("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+        std::vector<pid_t> out;
+        for (pid_t child; list >> child;) out.push_back(child);
+        return out;
+    };
+    const auto command_of = [](pid_t pid) {
+        std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline");
+        std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        std::replace(text.begin(), text.end(), '\0', ' ');
+        return text;
+    };
+    EXPECT_TRUE(eventually(
+        [&] {
+            for (pid_t worker : server.worker_pids())
+                for (pid_t child : children_of(worker))
+                    if (command_of(child) != "cspd __vet-server " || !children_of(child).empty()) return false;
+            return true;
+        },
+        2s));
+    for (pid_t worker : server.worker_pids())
+        for (pid_t child : children_of(worker))
+            EXPECT_EQ(command_of(child), "cspd __vet-server ") << "worker " << worker << " still has " << child;
     hello.finish();
     EXPECT_EQ(hello.failed(), 0);
     EXPECT_EQ(restarts(server), 0);
