@@ -149,15 +149,19 @@ void HandlerVetting::cancel_all() {
     for (auto& [name, run] : runs) run->cancel();
 }
 
-int run_vetting_child(int argc, char** argv) {
-    if (argc < 5) return 2;
-    // The vetting process dies with the one that asked, and yields the cores to serving.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::setpriority(PRIO_PROCESS, 0, kVettingNice);
+void prepare_vetting_process() {
+    ::setpriority(PRIO_PROCESS, 0, kVettingNice);  // below serving (inherited by a fork server's children)
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd-vet"));
     spdlog::set_level(spdlog::level::warn);  // its loads and unloads are not news
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P vetting] %v");
     install_crash_reporter();  // a crash report names the handler and the phase
+}
+
+int run_vetting_child(int argc, char** argv, bool prepared) {
+    if (argc < 5) return 2;
+    // The vetting process dies with the one that asked (a fork does not inherit this).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (!prepared) prepare_vetting_process();
     const auto say = [](std::string_view line) {
         std::string text(line);
         text.push_back('\n');

@@ -78,7 +78,10 @@ private:
 };
 
 /// The child's side: `argv` is {"__vet", NAME, FILE, CONFIG_FOLDER, WORKERS}. Reports on descriptor 3; the exit code
-/// says nothing the report does not.
-int run_vetting_child(int argc, char** argv);
+/// says nothing the report does not. `prepared`: prepare_vetting_process() ran already (in the fork
+/// server this process was forked from).
+int run_vetting_child(int argc, char** argv, bool prepared = false);
+/// What every vetting process sets up before it tries a version: its priority, log, crash reporter.
+void prepare_vetting_process();
 
 }  // namespace cspd

@@ -249,6 +249,8 @@ int run_vetting_fork_server() {
     ::sigprocmask(SIG_BLOCK, &child, nullptr);
     const UniqueFd ended(::signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!ended) return 1;
+    // Done once here, not in each child: every page a child touches costs it a copy.
+    prepare_vetting_process();
     for (;;) {
         pollfd waits[2] = {{kSocketFd, POLLIN, 0}, {ended.get(), POLLIN, 0}};
         if (::poll(waits, 2, -1) < 0) {
@@ -291,7 +293,7 @@ int run_vetting_fork_server() {
             for (auto& word : request) argv.push_back(word.data());
             argv.push_back(nullptr);
             argv[0] = const_cast<char*>("__vet");
-            ::_exit(run_vetting_child(static_cast<int>(request.size()), argv.data()));
+            ::_exit(run_vetting_child(static_cast<int>(request.size()), argv.data(), true));
         }
         send_message(kSocketFd, "PID " + std::to_string(pid));
     }
