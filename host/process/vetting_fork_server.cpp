@@ -3,6 +3,7 @@
 #include "common/unique_fd.hpp"
 #include "handler/private_folders.hpp"
 #include "process/handler_vetting.hpp"
+#include "process/spawn_self.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -10,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -20,8 +20,6 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
-
-extern char** environ;
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -105,24 +103,9 @@ struct VettingForkServer::State {
             return false;
         }
         UniqueFd ours(ends[0]), theirs(ends[1]);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, theirs.get(), kSocketFd);
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        std::string program = "cspd", verb = "__vet-server";
-        char* argv[] = {program.data(), verb.data(), nullptr};
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_t attributes;
-        posix_spawnattr_init(&attributes);
-        posix_spawnattr_setsigmask(&attributes, &none);
-        posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-        const int spawned = ::posix_spawn(&server, "/proc/self/exe", &actions, &attributes, argv, environ);
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attributes);
-        if (spawned != 0) {
-            server = -1;
-            error = std::string("cannot start the vetting fork server: ") + std::strerror(spawned);
+        server = spawn_self({"__vet-server"}, theirs.get(), error);
+        if (server < 0) {
+            error = "cannot start the vetting fork server: " + error;
             return false;
         }
         ::fcntl(ours.get(), F_SETFL, ::fcntl(ours.get(), F_GETFL) | O_NONBLOCK);

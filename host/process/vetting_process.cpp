@@ -2,6 +2,7 @@
 
 #include "common/unique_fd.hpp"
 #include "handler/private_folders.hpp"
+#include "process/spawn_self.hpp"
 #include "process/vetting_fork_server.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -12,14 +13,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstring>
-
-extern char** environ;
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -28,7 +26,6 @@ using namespace std::chrono_literals;
 namespace {
 using Clock = std::chrono::steady_clock;
 
-constexpr int kReportFd = 3;
 // A child that closed its pipe but lives on is looked at this often...
 constexpr auto kReapInterval = 5ms;
 // ...and killed after this long: its report is complete, whatever it does now.
@@ -50,28 +47,9 @@ void parse_lines(std::string& pending, VettingReport& report) {
 /// Starts `cspd __vet ...` with the pipe's write end as descriptor 3; its pid, or -1 with `error` set.
 pid_t spawn_child(const std::string& name, const std::filesystem::path& image,
                   const std::filesystem::path& config_folder, unsigned workers, int report_fd, std::string& error) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, report_fd, kReportFd);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    std::string program = "cspd", verb = "__vet", name_text = name, image_text = image.string(),
-                config_text = config_folder.string(), workers_text = std::to_string(workers);
-    char* argv[] = {program.data(),     verb.data(),         name_text.data(), image_text.data(),
-                    config_text.data(), workers_text.data(), nullptr};
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = -1;
-    const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (spawned != 0) {
-        error = std::string("cannot start the vetting process: ") + std::strerror(spawned);
-        return -1;
-    }
+    const pid_t pid = spawn_self({"__vet", name, image.string(), config_folder.string(), std::to_string(workers)},
+                                 report_fd, error);
+    if (pid < 0) error = "cannot start the vetting process: " + error;
     return pid;
 }
 }  // namespace
