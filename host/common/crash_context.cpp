@@ -1,6 +1,8 @@
 #include "common/crash_context.hpp"
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace cspd {
 namespace {
@@ -8,13 +10,19 @@ constexpr std::size_t kAlternateStackBytes = 64 * 1024;
 thread_local ThreadCrashContext context;
 std::atomic<std::uint32_t>* process_flag = nullptr;
 DeathBlame* death_blame = nullptr;
+pid_t death_blame_owner = 0;  // the process that set it: a handler's forked child inherits the pointer
 std::atomic<bool> death_blamed{false};
 }  // namespace
 
-void set_process_death_blame(DeathBlame* blame) noexcept { death_blame = blame; }
+void set_process_death_blame(DeathBlame* blame) noexcept {
+    death_blame = blame;
+    death_blame_owner = static_cast<pid_t>(::syscall(SYS_getpid));
+}
 
 void blame_for_this_death(const HandlerLabel& handler, HandlerPhase phase, std::uint32_t how) noexcept {
-    if (!death_blame || death_blamed.exchange(true)) return;
+    // A process a handler forked (which then exits, or faults) is not the worker: it blames nobody.
+    if (!death_blame || static_cast<pid_t>(::syscall(SYS_getpid)) != death_blame_owner) return;
+    if (death_blamed.exchange(true)) return;
     std::size_t i = 0;
     for (; handler.name[i] && i + 1 < sizeof death_blame->name; ++i) death_blame->name[i] = handler.name[i];
     death_blame->name[i] = '\0';

@@ -63,7 +63,8 @@ struct DeathBlame {
 
 /// Where this process records its death's blame (its first loop slot). Once, at start.
 void set_process_death_blame(DeathBlame* blame) noexcept;
-/// Records `handler`, in `phase`, as the cause of this process's death; the first call wins.
+/// Records `handler`, in `phase`, as the cause of this process's death; the first call wins, and
+/// only in the process that set the blame's place (not in a child a handler forked).
 /// Async-signal-safe.
 void blame_for_this_death(const HandlerLabel& handler, HandlerPhase phase, std::uint32_t how) noexcept;
 

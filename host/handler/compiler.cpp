@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,11 +72,67 @@ UniqueFd take_lock(const std::filesystem::path& path, const std::atomic<bool>& c
     return lock;
 }
 
-/// A private file at `to` with the bytes of `from` (a hard link when the file system allows).
+/// A private file at `to` with the bytes of `from`: a copy, never a link (a link changes the
+/// inode's ctime, which to a worker reading another link of it looks like a file being written).
 bool place(const std::filesystem::path& from, const std::filesystem::path& to) {
-    if (::link(from.c_str(), to.c_str()) == 0) return true;
     std::error_code ec;
     return std::filesystem::copy_file(from, to, ec);
+}
+
+// A refusal by the compiler is reused by workers that meet the same source within this long.
+constexpr auto kFailureShared = std::chrono::seconds(30);
+
+bool younger_than(const std::filesystem::path& path, std::chrono::seconds age) {
+    std::error_code ec;
+    const auto written = std::filesystem::last_write_time(path, ec);
+    return !ec && std::filesystem::file_time_type::clock::now() - written < age;
+}
+
+/// "path size mtime" of each file, hashed: whether any of them changed.
+std::uint64_t files_signature(const std::vector<std::string>& files) {
+    std::uint64_t hash = kFnv1a64Start;
+    for (const auto& file : files) {
+        struct stat st {};
+        const bool there = ::stat(file.c_str(), &st) == 0;
+        const std::string line = file + " " + std::to_string(there ? st.st_size : -1) + " " +
+                                 std::to_string(there ? st.st_mtim.tv_sec : 0) + "." +
+                                 std::to_string(there ? st.st_mtim.tv_nsec : 0) + "\n";
+        hash = fnv1a64(line, hash);
+    }
+    return hash;
+}
+
+/// Writes beside a shared result the headers the compiler read (from its -MMD file, without the
+/// private copy of the source itself) and their signature; false if that cannot be done.
+bool record_headers(const std::filesystem::path& depends, const std::filesystem::path& copy,
+                    const std::filesystem::path& record) {
+    std::string text;
+    if (!read_file(depends, text)) return false;
+    std::vector<std::string> files;
+    std::istringstream words(text);
+    for (std::string word; words >> word;)
+        if (!word.ends_with(":") && word != "\\" && word != copy.string()) files.push_back(word);
+    std::ostringstream out;
+    for (const auto& file : files) out << file << '\n';
+    out << "signature " << files_signature(files) << '\n';
+    const std::filesystem::path scratch = record.parent_path() / ("." + record.filename().string() + "." +
+                                                                  std::to_string(::getpid()));
+    std::ofstream(scratch) << out.str();
+    std::error_code ec;
+    std::filesystem::rename(scratch, record, ec);
+    return !ec;
+}
+
+/// Whether the headers a shared result was built with are as they were.
+bool headers_unchanged(const std::filesystem::path& record) {
+    std::ifstream in(record);
+    std::vector<std::string> files;
+    for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("signature "))
+            return std::to_string(files_signature(files)) == line.substr(10);
+        files.push_back(line);
+    }
+    return false;
 }
 
 /// Puts a compiled library where the other workers look for it, whole (a rename).
@@ -109,6 +166,29 @@ std::filesystem::path HandlerCompiler::default_sdk_include() {
     return CSPD_SOURCE_SDK_INCLUDE;
 }
 
+std::size_t HandlerCompiler::sweep(const std::filesystem::path& server_folder, std::chrono::seconds age) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(server_folder / "compiled", ec), end; !ec && it != end;
+         it.increment(ec)) {
+        const std::filesystem::path& path = it->path();
+        if (path.extension() != ".lock" || younger_than(path, age)) continue;
+        // The results of one source go with its lock, and only while nobody holds it.
+        const UniqueFd lock(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+        if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+        std::filesystem::path stem = path;
+        stem.replace_extension();
+        std::error_code ignored;
+        for (const char* kind : {".so", ".failed", ".headers"}) {
+            std::filesystem::path result = stem;
+            result += kind;
+            std::filesystem::remove(result, ignored);
+        }
+        if (std::filesystem::remove(path, ignored)) ++removed;
+    }
+    return removed;
+}
+
 CompileResult HandlerCompiler::compile(const std::string& name, const std::filesystem::path& source,
                                        std::atomic<pid_t>& running, const std::atomic<bool>& cancel) const {
     if (!shared_.empty()) return compile_once(name, source, running, cancel);
@@ -134,13 +214,15 @@ CompileResult HandlerCompiler::compile_once(const std::string& name, const std::
         return result;
     }
     const std::filesystem::path output = scratch_dir_ / ("compiled-" + name + "-" + std::to_string(++counter) + ".so");
+    const std::filesystem::path headers = shared_ / (id + ".headers");
     std::error_code ec;
-    if (std::filesystem::exists(built, ec) && place(built, output)) {
+    if (std::filesystem::exists(built, ec) && headers_unchanged(headers) && place(built, output)) {
         result.ok = result.shared = true;
         result.output = output;
         return result;
     }
-    if (std::string said; read_file(failed, said)) {
+    // A refusal is shared only with the workers compiling at the same moment (its headers are not known).
+    if (std::string said; younger_than(failed, kFailureShared) && read_file(failed, said)) {
         result.shared = true;
         result.diagnostics = std::move(said);
         return result;
@@ -153,21 +235,25 @@ CompileResult HandlerCompiler::compile_once(const std::string& name, const std::
         out << "#line 1 \"" << escaped(source.string()) << "\"\n" << text;
         if (!out.flush()) return run_compiler(name, source, {}, running, cancel);
     }
-    result = run_compiler(name, copy, source.parent_path(), running, cancel);
-    std::filesystem::remove(copy, ec);
+    const std::filesystem::path depends = scratch_dir_ / ("depends-" + std::to_string(++counter) + ".d");
+    result = run_compiler(name, copy, source.parent_path(), running, cancel, depends);
     if (result.ok) {
-        publish(result.output, built);
-    } else if (!result.timed_out && !cancel) {
+        // What it included, with their sizes and times: a changed header is a new compile.
+        if (record_headers(depends, copy, headers)) publish(result.output, built);
+    } else if (result.rejected && !cancel) {
         const std::filesystem::path scratch = shared_ / ("." + id + ".failed." + std::to_string(::getpid()));
         std::ofstream(scratch) << result.diagnostics;
         std::filesystem::rename(scratch, failed, ec);
     }
+    std::filesystem::remove(copy, ec);
+    std::filesystem::remove(depends, ec);
     return result;
 }
 
 CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::filesystem::path& source,
                                             const std::filesystem::path& quote_dir, std::atomic<pid_t>& running,
-                                            const std::atomic<bool>& cancel) const {
+                                            const std::atomic<bool>& cancel,
+                                            const std::filesystem::path& depends) const {
     CompileResult result;
     const std::string stem = "compiled-" + name + "-" + std::to_string(++counter);
     const auto output = scratch_dir_ / (stem + ".so");
@@ -185,6 +271,7 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
                                   "-Wall",
                                   "-I" + sdk_include_.string()};
     if (!quote_dir.empty()) args.insert(args.end(), {"-iquote", quote_dir.string()});
+    if (!depends.empty()) args.insert(args.end(), {"-MMD", "-MF", depends.string()});
     if (source.extension() == ".cpp") {
         args.push_back("-std=c++20");
         if (is_gcc(compiler)) args.push_back("-fno-gnu-unique");
@@ -250,6 +337,8 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
         return result;
     } else if (result.diagnostics.empty()) {
         result.diagnostics = compiler + " failed\n";
+    } else {
+        result.rejected = WIFEXITED(status) && WEXITSTATUS(status) == 1;  // it said why, on purpose
     }
     std::filesystem::remove(output, ec);
     return result;

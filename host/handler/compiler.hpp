@@ -17,6 +17,7 @@ struct CompileResult {
     std::string diagnostics;       ///< what the compiler said (file:line:column: ...), or why it did not run
     bool shared = false;           ///< another worker of this server compiled the same source: its result
     bool timed_out = false;
+    bool rejected = false;         ///< the compiler ran and refused the source (not a time-out, a crash, no compiler)
 };
 
 class HandlerCompiler {
@@ -32,14 +33,18 @@ public:
     CompileResult compile(const std::string& name, const std::filesystem::path& source, std::atomic<pid_t>& running,
                           const std::atomic<bool>& cancel) const;
 
+    /// Removes from `server_folder` the shared results older than `age` whose lock nobody holds; how many.
+    static std::size_t sweep(const std::filesystem::path& server_folder, std::chrono::seconds age);
+
     /// The SDK headers beside an installed binary, else those of the source tree it was built from.
     static std::filesystem::path default_sdk_include();
 
 private:
-    /// Runs the compiler on `source`; `quote_dir` is where its #include "..." files are.
+    /// Runs the compiler on `source`; `quote_dir` is where its #include "..." files are; with
+    /// `depends`, the headers it reads are listed there (-MMD).
     CompileResult run_compiler(const std::string& name, const std::filesystem::path& source,
                                const std::filesystem::path& quote_dir, std::atomic<pid_t>& running,
-                               const std::atomic<bool>& cancel) const;
+                               const std::atomic<bool>& cancel, const std::filesystem::path& depends = {}) const;
     /// compile() through the shared folder.
     CompileResult compile_once(const std::string& name, const std::filesystem::path& source,
                                std::atomic<pid_t>& running, const std::atomic<bool>& cancel) const;

@@ -54,7 +54,12 @@ void KeptVersions::keep(const HandlerVersion& version, const PreparedVersion& pr
     if (!enabled() || prepared.copy().empty()) return;
     const fs::path target = folder_ / "versions" / id_of(version);
     std::error_code ec;
-    if (fs::exists(target, ec)) return;  // another worker kept it
+    if (fs::exists(target, ec)) {
+        // Another worker kept it: marked young again, so that the master's sweep leaves it be
+        // until the record naming it is written.
+        fs::last_write_time(target, fs::file_time_type::clock::now(), ec);
+        return;
+    }
     const fs::path scratch = scratch_beside(target);
     fs::create_directory(scratch, ec);
     const fs::path library = scratch / (version.name() + ".so");

@@ -172,8 +172,11 @@ struct HandlerWatcher::Impl {
     }
 
     void load(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk) {
+        if (auto it = at_gate.find(name); it != at_gate.end()) {
+            if (it->second.same_file_as(on_disk)) return;
+            leave_gate(name);  // superseded, even by the file of the version live now
+        }
         if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
-        if (auto it = at_gate.find(name); it != at_gate.end() && it->second.same_file_as(on_disk)) return;
 
         PreparedVersion prepared;
         LoadResult result = loader.prepare(name, file, folder, prepared);

@@ -16,7 +16,7 @@ void install_crash_reporter();
 void install_exit_blame();
 
 /// If this thread runs a handler, names it in the log as calling `how` ("exit()") and blames it for
-/// this process's death. Async-signal-safe.
+/// this process's death. Uses snprintf: safe enough at exit, not in a signal handler.
 void blame_exit_in_handler(const char* how) noexcept;
 
 }  // namespace cspd

@@ -77,9 +77,9 @@ void HandlerVetting::check(const std::string& name, const std::filesystem::path&
     }
     if (!try_versions_) return done({});
     // The same name, hash and size as a kept version's: one verdict per version per server.
-    char id[160];
-    std::snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, name.c_str(), file.content_hash, file.size);
-    settle(Pending{name, id, key, image, config_folder, std::move(done)});
+    char version[48];
+    std::snprintf(version, sizeof version, ".%016" PRIx64 ".%" PRIu64, file.content_hash, file.size);
+    settle(Pending{name, name + version, key, image, config_folder, std::move(done)});
 }
 
 void HandlerVetting::settle(Pending pending) {
@@ -89,6 +89,12 @@ void HandlerVetting::settle(Pending pending) {
         return pending.done(std::move(*verdict));
     }
     std::optional<UniqueFd> claim = verdicts_.enabled() ? verdicts_.claim(pending.id) : std::optional(UniqueFd());
+    if (claim && *claim)
+        if (std::optional<GateVerdict> verdict = verdicts_.find(pending.id)) {
+            // Written between the look above and the claim: taken, not vetted again.
+            if (verdict->fenced) fenced_[pending.key] = *verdict;
+            return pending.done(std::move(*verdict));
+        }
     if (!claim) {
         // Another worker vets it now: look for its verdict shortly (or vet it, should that worker die).
         auto wait = std::make_shared<Wait>(io_);

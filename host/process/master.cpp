@@ -1,6 +1,7 @@
 #include "process/master.hpp"
 
 #include "common/clocks.hpp"
+#include "handler/compiler.hpp"
 #include "handler/kept_versions.hpp"
 #include "handler/private_folders.hpp"
 #include "process/crash_ledger.hpp"
@@ -8,6 +9,7 @@
 #include "process/log_file.hpp"
 #include "process/service_notifier.hpp"
 #include "process/slot_banks.hpp"
+#include "process/vetting_verdicts.hpp"
 #include "process/watchdog.hpp"
 #include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
@@ -267,8 +269,11 @@ private:
                     if (workers_[i].pid)
                         watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
             // Copies of versions no worker serves or may roll back to any more, now and then.
-            if (++ticks_ % kSweepTicks == 0 && !config_.server_folder.empty())
+            if (++ticks_ % kSweepTicks == 0 && !config_.server_folder.empty()) {
                 KeptVersions::sweep(config_.server_folder, kSweepAge);
+                VettingVerdicts::sweep(config_.server_folder, kSweepAge);
+                HandlerCompiler::sweep(config_.server_folder, kSweepAge);
+            }
             tick();
         });
     }

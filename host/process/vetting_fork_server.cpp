@@ -27,7 +27,7 @@ namespace asio = boost::asio;
 namespace {
 constexpr int kSocketFd = 3;      // the fork server's end, in the fork server
 constexpr int kReportFd = 3;      // the report pipe, in a vetting process
-constexpr int kReplyWaitMs = 2000;  // for the pid of a fork
+constexpr int kReplyWaitMs = 5000;  // for the pid of a fork (the first waits for the server to start)
 
 /// One message and, perhaps, one descriptor.
 bool send_message(int socket, const std::string& text, int fd = -1) {
@@ -93,6 +93,7 @@ struct VettingForkServer::State {
     pid_t server = -1;
     std::map<pid_t, Ended> children;
     bool reading = false;
+    unsigned generation = 0;  // of the fork server: a wait armed for an earlier one is ignored
 
     bool running() const { return server > 0 && socket.is_open(); }
 
@@ -117,6 +118,8 @@ struct VettingForkServer::State {
     void shut() {
         boost::system::error_code ignored;
         socket.close(ignored);
+        reading = false;
+        ++generation;
         if (server > 0) {
             ::kill(server, SIGKILL);
             while (::waitpid(server, nullptr, 0) < 0 && errno == EINTR) {
@@ -127,15 +130,17 @@ struct VettingForkServer::State {
         auto orphans = std::move(children);
         children.clear();
         for (auto& [pid, ended] : orphans)
-            if (ended) ended(SIGKILL);  // as waitpid would say of a killed process
+            if (ended) ended(std::nullopt);
     }
 
     void read_later() {
         if (reading) return;
         reading = true;
-        socket.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+        socket.async_wait(asio::posix::stream_descriptor::wait_read,
+                          [this, armed = generation](boost::system::error_code ec) {
+            if (ec) return;  // cancelled: this may be gone, and its flags are reset already
+            if (armed != generation) return;
             reading = false;
-            if (ec) return;
             if (!drain()) {
                 shut();
                 return;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <sys/types.h>
@@ -23,8 +24,9 @@ namespace cspd {
 
 class VettingForkServer {
 public:
-    /// Receives the child's waitpid status, on the io_context's thread.
-    using Ended = std::function<void(int status)>;
+    /// Receives the child's waitpid status, on the io_context's thread; none if the fork server
+    /// was lost before it said (the child died with it, how is unknown).
+    using Ended = std::function<void(std::optional<int> status)>;
 
     explicit VettingForkServer(boost::asio::io_context& io);
     ~VettingForkServer();

@@ -26,10 +26,15 @@ using namespace std::chrono_literals;
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// A child that closed its pipe but lives on is looked at this often...
+// While it reports, whether the child has ended is looked at this often...
+constexpr auto kExitPoll = 20ms;
+// ...and, once its pipe is closed, this often; one that lives on is killed after this long: its
+// report is complete, whatever it does now.
 constexpr auto kReapInterval = 5ms;
-// ...and killed after this long: its report is complete, whatever it does now.
 constexpr auto kReapPatience = 2s;
+// A child that has ended while a process it started still holds its pipe: what it wrote is read
+// for this long, then its run ends anyway.
+constexpr auto kPipeGrace = 100ms;
 
 void parse_lines(std::string& pending, VettingReport& report) {
     std::size_t end;
@@ -64,7 +69,8 @@ struct VettingProcess::State {
     Done done;
     pid_t pid = -1;
     VettingForkServer* forks = nullptr;  // set when it forked the child: it reaps it, and says how it ended
-    bool status_known = false, pipe_done = false;
+    bool exited = false, pipe_done = false;
+    Clock::time_point exited_at{};
     VettingReport report;
     std::string pending;
     std::array<char, 512> chunk{};
@@ -76,16 +82,26 @@ struct VettingProcess::State {
         deadline.expires_after(phase_limit);
         deadline.async_wait([this, self](boost::system::error_code ec) {
             const auto alive = self.lock();  // held: done() may drop the last other reference
-            if (ec || !alive || over) return;
+            if (ec || !alive || over || pipe_done) return;
             report.timed_out = true;
-            ::kill(pid, SIGKILL);  // its pipe closes: the read below ends it
+            ::kill(pid, SIGKILL);
+            // Not its pipe's end: a process it started may hold the pipe open. Its exit ends it.
+            close_pipe();
         });
+    }
+
+    void close_pipe() {
+        boost::system::error_code ignored;
+        pipe.close(ignored);
+        if (!pipe_done) pipe_closed = Clock::now();
+        pipe_done = true;
+        deadline.cancel();  // what it reported is complete: no deadline may kill it now
     }
 
     void read(const std::weak_ptr<VettingProcess>& self) {
         pipe.async_read_some(asio::buffer(chunk), [this, self](boost::system::error_code ec, std::size_t n) {
             const auto alive = self.lock();
-            if (!alive || over) return;
+            if (!alive || over || pipe_done) return;
             if (!ec) {
                 pending.append(chunk.data(), n);
                 parse_lines(pending, report);
@@ -96,33 +112,47 @@ struct VettingProcess::State {
                 read(self);
                 return;
             }
-            // End of the report (or a broken pipe): the child is done, one way or another.
-            pipe.close();
-            pipe_closed = Clock::now();
-            pipe_done = true;
-            reap(self);
+            close_pipe();  // the end of the report (or a broken pipe): the child is done, one way or another
         });
     }
 
-    void reap(const std::weak_ptr<VettingProcess>& self) {
-        const pid_t got = forks ? (status_known ? pid : 0) : ::waitpid(pid, &report.status, WNOHANG);
-        if (got == 0) {
-            if (Clock::now() - pipe_closed > kReapPatience) ::kill(pid, SIGKILL);
-            reaper.expires_after(kReapInterval);
-            reaper.async_wait([this, self](boost::system::error_code ec) {
-                const auto alive = self.lock();
-                if (!ec && alive && !over) reap(self);
-            });
+    /// Looks now and then whether the child has ended; the run ends once it has and its report is
+    /// read (or, should a process the child started still hold the pipe, a moment later).
+    void watch_exit(const std::weak_ptr<VettingProcess>& self) {
+        if (!exited && !forks && ::waitpid(pid, &report.status, WNOHANG) == pid) note_exit();
+        if (exited && (pipe_done || Clock::now() - exited_at > kPipeGrace)) {
+            close_pipe();
+            end();
             return;
         }
-        end();
+        if (pipe_done && !exited && Clock::now() - pipe_closed > kReapPatience) ::kill(pid, SIGKILL);
+        reaper.expires_after(pipe_done ? kReapInterval : kExitPoll);
+        reaper.async_wait([this, self](boost::system::error_code ec) {
+            const auto alive = self.lock();
+            if (!ec && alive && !over) watch_exit(self);
+        });
     }
 
-    /// The fork server reaped the child.
-    void ended(int status) {
-        report.status = status;
-        status_known = true;
-        if (pipe_done && !over) end();
+    void note_exit() {
+        exited = true;
+        exited_at = Clock::now();
+    }
+
+    /// The fork server reaped the child (a status), or was lost with it (none).
+    void ended(std::optional<int> status) {
+        if (over) return;
+        if (status) {
+            report.status = *status;
+        } else if (report.ok) {
+            report.status = 0;  // it had said all it had to say
+        } else {
+            report.error = "the vetting fork server was lost while this version was being vetted";
+        }
+        note_exit();
+        if (pipe_done || !status) {
+            close_pipe();
+            end();
+        }
     }
 
     void end() {
@@ -157,7 +187,7 @@ std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, Vett
         if (forks)
             state.pid = forks->start(
                 name, image, config_folder, workers, write_end.get(),
-                [weak = std::weak_ptr<VettingProcess>(process)](int status) {
+                [weak = std::weak_ptr<VettingProcess>(process)](std::optional<int> status) {
                     if (auto self = weak.lock()) self->state_->ended(status);
                 },
                 forking_error);
@@ -183,6 +213,7 @@ std::shared_ptr<VettingProcess> VettingProcess::start(asio::io_context& io, Vett
     }
     state.arm_deadline(process);
     state.read(process);
+    state.watch_exit(process);
     return process;
 }
 

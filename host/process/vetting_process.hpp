@@ -1,6 +1,9 @@
 // One vetting process (`cspd __vet NAME FILE CONFIG_FOLDER WORKERS`), watched from an
 // io_context: its report pipe is read as it arrives, each phase it enters gets the whole
-// time limit, and one past it is killed. Nothing here blocks the thread that runs it.
+// time limit, and one past it is killed. Its run ends once it has exited and its report is
+// read -- even if a process it started holds the pipe open. Nothing here waits, but for the
+// fork server's answer to a start (a fork: about a millisecond) and the reaping of a child
+// cancel() killed.
 #pragma once
 
 #include "common/crash_context.hpp"
@@ -8,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -46,7 +50,7 @@ public:
                                                  std::chrono::seconds phase_limit, Done done);
     ~VettingProcess();
 
-    /// Kills the child and reaps it; `done` never runs.
+    /// Kills the child (reaping it, unless its fork server does); `done` never runs.
     void cancel();
 
     struct State;  // the child, its pipe and timers

@@ -51,3 +51,30 @@ std::optional<UniqueFd> VettingVerdicts::claim(const std::string& id) const {
 }
 
 }  // namespace cspd
+
+namespace cspd {
+
+std::size_t VettingVerdicts::sweep(const std::filesystem::path& server_folder, std::chrono::seconds age) {
+    std::size_t removed = 0;
+    const auto now = std::filesystem::file_time_type::clock::now();
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(server_folder / "verdicts", ec), end; !ec && it != end;
+         it.increment(ec)) {
+        const std::filesystem::path& path = it->path();
+        std::error_code stat_ec;
+        if (now - std::filesystem::last_write_time(path, stat_ec) < age || stat_ec) continue;
+        if (path.extension() == ".lock") {
+            // Only a lock nobody holds: removed while held, the next claimer would make a second one.
+            const UniqueFd lock(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+            if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+        } else {
+            std::ifstream in(path);
+            std::string kind;
+            if (std::getline(in, kind) && kind == "fenced") continue;
+        }
+        if (std::filesystem::remove(path, stat_ec)) ++removed;
+    }
+    return removed;
+}
+
+}  // namespace cspd

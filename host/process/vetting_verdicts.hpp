@@ -7,6 +7,7 @@
 #include "common/unique_fd.hpp"
 #include "handler/load_gate.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -27,6 +28,10 @@ public:
     /// The right to vet `id`, held while the descriptor stays open (an empty one when the lock
     /// cannot be made: vet without sharing); nullopt while another process holds it.
     std::optional<UniqueFd> claim(const std::string& id) const;
+
+    /// Removes from `server_folder` the verdicts older than `age` but those that fence a version
+    /// (a worker that starts later vets such a version again, once), and the free locks; how many.
+    static std::size_t sweep(const std::filesystem::path& server_folder, std::chrono::seconds age);
 
 private:
     std::filesystem::path folder_;
