@@ -48,6 +48,12 @@ private:
 };
 
 nlohmann::json status(const TestServer& server) {
+    // A worker dying under these tests may take the asking connection with it: ask again.
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        const auto response = fetch(server.port(), "/-/status");
+        if (response && response->status == 200) return nlohmann::json::parse(response->body);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     return nlohmann::json::parse(fetch(server.port(), "/-/status").value_or(HttpResponse{}).body);
 }
 
