@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstring>
 
 namespace cspd {
@@ -120,8 +121,13 @@ struct VettingProcess::State {
     /// read (or, should a process the child started still hold the pipe, a moment later).
     void watch_exit(const std::weak_ptr<VettingProcess>& self) {
         if (!exited && !forks && ::waitpid(pid, &report.status, WNOHANG) == pid) note_exit();
-        if (exited && (pipe_done || Clock::now() - exited_at > kPipeGrace)) {
+        if (exited && !pipe_done && Clock::now() - exited_at > kPipeGrace) {
+            // This thread may have been away longer than the grace: what the child wrote may still
+            // wait in the pipe, unread. Read it now, then end whoever else holds the pipe open.
+            drain_pipe();
             close_pipe();
+        }
+        if (exited && pipe_done) {
             end();
             return;
         }
@@ -131,6 +137,23 @@ struct VettingProcess::State {
             const auto alive = self.lock();
             if (!ec && alive && !over) watch_exit(self);
         });
+    }
+
+    /// Reads what waits in the pipe now, without waiting for more.
+    void drain_pipe() {
+        if (!pipe.is_open()) return;
+        const int fd = pipe.native_handle();
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        // (A read that completed earlier has had its handler run before this one: handlers run in
+        // the order they were queued. Its own buffer is left alone.)
+        char bytes[512];
+        for (;;) {
+            const ssize_t n = ::read(fd, bytes, sizeof bytes);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            pending.append(bytes, static_cast<std::size_t>(n));
+        }
+        parse_lines(pending, report);
     }
 
     void note_exit() {
@@ -149,10 +172,11 @@ struct VettingProcess::State {
             report.error = "the vetting fork server was lost while this version was being vetted";
         }
         note_exit();
-        if (pipe_done || !status) {
+        if (!status) {  // nothing more will be known: what was written is all there is
+            drain_pipe();
             close_pipe();
-            end();
         }
+        if (pipe_done) end();
     }
 
     void end() {
