@@ -20,10 +20,21 @@ namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
 
+/// Drops `file` in (as `as`) and waits until /-/status says it is live: files dropped one after
+/// another are vetted side by side, so the second may be served before the first.
 void add_handler(TestServer& server, const std::string& file, const std::string& as = "") {
     const std::filesystem::path from =
         file == "hello.so" ? shipped_handler(file) : test_handler(file);
+    const std::string name = (as.empty() ? from.filename() : std::filesystem::path(as)).stem().string();
     install_by_rename(from, server.handlers() / (as.empty() ? from.filename().string() : as));
+    const std::string live = "\"name\": \"" + name + "\"";
+    eventually(
+        [&] {
+            const std::string body = fetch(server.port(), "/-/status").value_or(HttpResponse{}).body;
+            const std::size_t at = body.find(live);
+            return at != std::string::npos && body.find("\"state\": \"live\"", at) < body.find('}', at);
+        },
+        std::chrono::seconds(10));
 }
 
 std::string get_line(const std::string& target) {
@@ -100,7 +111,8 @@ TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
     }
     ASSERT_TRUE(eventually([&] { return all_began(gate, 4); }, 10s)) << "not every blocking call began";
     // Meanwhile the loop decodes other paths and its clients come and go.
-    for (int i = 0; i < 20; ++i) EXPECT_EQ(fetch(server.port(), "/csp/hello/%7Ex%7E").value_or(HttpResponse{}).status, 200);
+    for (int i = 0; i < 20; ++i)
+        ASSERT_EQ(fetch(server.port(), "/csp/hello/%7Ex%7E").value_or(HttpResponse{}).status, 200) << server.log();
     held[3].reset();  // one client leaves while its call runs
     std::ofstream(barrier) << "go";
     for (int i = 0; i < 3; ++i) {

@@ -226,6 +226,8 @@ TEST(Supervision, ACrashLoopingVersionIsQuarantinedUntilANewOneArrives) {
             return true;
         },
         5s));
+    // Both workers have v2 once nothing says `vetting` (six answers may all have come from one).
+    EXPECT_TRUE(eventually([&] { return status_json(server).find("\"vetting\"") == std::string::npos; }, 5s));
     const auto doc = nlohmann::json::parse(status_json(server));
     bool found = false;
     for (const auto& h : doc.at("handlers"))
