@@ -135,6 +135,45 @@ bool headers_unchanged(const std::filesystem::path& record) {
     return false;
 }
 
+/// Starts `args` (argv[0] looked up in PATH) in a process group of its own -- so that a time-out
+/// or a shutdown kills cc1plus, as and ld too, not just the driver -- its output into `log`; its
+/// pid, or -1 with `error` set.
+pid_t spawn_in_own_group(std::vector<std::string>& args, const std::filesystem::path& log, int& error) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    pid_t pid = -1;
+    error = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return error == 0 ? pid : -1;
+}
+
+/// Waits for `pid` to end (its waitpid status in `status`); false if `limit` passed first (its
+/// group is then killed and reaped).
+bool wait_within(pid_t pid, std::chrono::seconds limit, int& status) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid || (done < 0 && errno != EINTR)) return true;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(-pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 /// Puts a compiled library where the other workers look for it, whole (a rename).
 void publish(const std::filesystem::path& output, const std::filesystem::path& shared) {
     const std::filesystem::path scratch = shared.parent_path() / ("." + shared.filename().string() + "." +
@@ -279,53 +318,21 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
     args.insert(args.end(), {"-o", output.string(), source.string()});
     // Below serving: a compile under load takes cores from requests as little as it can.
     args.insert(args.begin(), {"nice", "-n", "10"});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    // Its own process group: a time-out or a shutdown kills cc1plus, as and ld too, not just the driver.
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, "nice", &actions, &attributes, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (rc != 0) {
-        result.diagnostics = "cannot run " + compiler + ": " + std::system_category().message(rc);
+    int error = 0;
+    const pid_t pid = spawn_in_own_group(args, log, error);
+    if (pid < 0) {
+        result.diagnostics = "cannot run " + compiler + ": " + std::system_category().message(error);
         return result;
     }
     running = pid;
     if (cancel) ::kill(-pid, SIGKILL);  // a stop that came while spawning
 
     int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + time_limit_;
-    bool timed_out = false;
-    for (;;) {
-        pid_t done = ::waitpid(pid, &status, WNOHANG);
-        if (done == pid) break;
-        if (done < 0 && errno != EINTR) break;
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(-pid, SIGKILL);
-            ::waitpid(pid, &status, 0);
-            timed_out = true;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const bool timed_out = !wait_within(pid, time_limit_, status);
     running = -1;
     ::kill(-pid, SIGKILL);  // anything the driver left behind in its group
 
-    std::ifstream in(log);
-    std::ostringstream text;
-    text << in.rdbuf();
-    result.diagnostics = text.str();
+    read_file(log, result.diagnostics);
     std::error_code ec;
     std::filesystem::remove(log, ec);
     if (timed_out) {
