@@ -17,8 +17,4 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store = 
 /// (refusal reasons carry paths into private folders); the status address gets them whole.
 std::string render_status(const SharedStats& stats, bool for_public = false, const SharedStore* store = nullptr);
 
-/// `text` with every absolute path (a word beginning with '/') cut to its last part:
-/// "dlopen failed: /tmp/cspd-1-x/undef.1.so: undefined" -> "dlopen failed: undef.1.so: undefined".
-std::string without_paths(std::string_view text);
-
 }  // namespace cspd

@@ -1,6 +1,7 @@
 // /metrics and /-/status from shared counters set up by hand: sums over slots, handler
 // states, and the Prometheus text's shape.
 #include "routing/status_report.hpp"
+#include "routing/without_paths.hpp"
 
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
