@@ -131,7 +131,7 @@ TEST_F(Streams, ForHeadTellAHandlerBuiltBefore23TheReasonItKnows) {
     EXPECT_TRUE(eventually([&] {
         return fetch(server.port(), "/csp/old_stream/stats").value_or(HttpResponse{}).body.find("gone=1 timeout=0 draining=0 no_body=0") !=
                std::string::npos;
-    }, 5s));
+    }, 5s)) << fetch(server.port(), "/csp/old_stream/stats").value_or(HttpResponse{}).body << server.log();
 }
 
 TEST_F(Streams, AreWrittenFromATimerAThreadAndAfterADeferral) {
