@@ -1,5 +1,7 @@
 #include "command_line.hpp"
 
+#include "stats/shared_stats.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -111,6 +113,11 @@ Invocation parse_command_line(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
         ->capture_default_str();
+    app.add_option("--max-handlers", config.max_handlers,
+                   "handler names counted in /-/status and /metrics (removed ones are recycled); more are served, "
+                   "uncounted, with a warning")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, kMaxHandlerNames));
     bool no_rollback = false;
     app.add_flag("--no-rollback", no_rollback,
                  "a quarantined version answers 503 instead of giving way to the version it replaced");

@@ -23,8 +23,8 @@ HandlerStats* HandlerTable::stats_for(const std::string& name) {
         if (HandlerStats* stats = handler_stats(*slot_, name)) return stats;
     if (name.size() < kStatsNameBytes && untracked_.insert(name).second)
         spdlog::warn("handler {}: served, but not in /-/status, /metrics or the dashboard: this event loop already "
-                     "counts {} handler names that are live or still in use; remove some, or run fewer per server",
-                     name, kMaxTrackedHandlers);
+                     "counts {} handler names that are live or still in use (--max-handlers); raise it, or remove some",
+                     name, slot_->handlers().size());
     return nullptr;
 }
 
@@ -87,7 +87,7 @@ void HandlerTable::note_vetting(const std::string& name, bool started) {
 
 void HandlerTable::attach_stats(LoopSlot& slot) {
     slot_ = &slot;
-    for (HandlerStats& entry : slot.handlers) {
+    for (HandlerStats& entry : slot.handlers()) {
         const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
         if (use == kStatsNeverUsed) break;  // claimed in order
         if (use != kStatsInUse) continue;

@@ -50,6 +50,7 @@ struct Config {
     unsigned min_body_rate = 500;        ///< bytes/s a request body must keep up, over each header timeout; 0 = any
     unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never
     bool rollback = true;                ///< a quarantined version gives way to the one it replaced
+    unsigned max_handlers = 256;         ///< handler names each loop counts (live or still in use); more are served uncounted
     std::filesystem::path server_folder;  ///< the master's: kept handler versions (set for its workers)
 
     /// Event loops over all processes.

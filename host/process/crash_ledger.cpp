@@ -17,8 +17,8 @@ bool is_fault_signal(int signal) {
 }
 
 VersionKey running_version(const LoopSlot& slot, std::uint32_t running) {
-    if (running == 0 || running > kMaxTrackedHandlers) return {};
-    const VersionInfo info = snapshot(slot.handlers[running - 1].info);
+    if (running == 0 || running > slot.handlers().size()) return {};
+    const VersionInfo info = snapshot(slot.handlers()[running - 1].info);
     return {info.name, info.size, info.content_hash};
 }
 
@@ -98,12 +98,19 @@ void CrashLedger::quarantine(const VersionKey& key, QuarantineDetail detail, con
 
 CrashCount* CrashLedger::counter(const std::string& name) {
     if (name.empty() || name.size() >= kStatsNameBytes) return nullptr;
-    for (CrashCount& entry : stats_.crashes) {
+    for (CrashCount& entry : stats_.crashes()) {
         if (!entry.name[0]) {
             copy_text(entry.name, sizeof entry.name, name);
             return &entry;
         }
         if (name == entry.name) return &entry;
+    }
+    // Crash counts are totals for /metrics and are never given to another name.
+    if (!counters_full_logged_) {
+        counters_full_logged_ = true;
+        spdlog::warn("handler {}: its crashes are quarantined as usual but not counted in /-/status or /metrics: "
+                     "{} handler names have crashed already (--max-handlers)",
+                     name, stats_.crashes().size());
     }
     return nullptr;
 }

@@ -74,6 +74,7 @@ private:
     std::chrono::seconds window_;
     std::map<VersionKey, std::deque<std::chrono::steady_clock::time_point>> times_;
     RollbackTarget rollback_target_;
+    bool counters_full_logged_ = false;
 };
 
 }  // namespace cspd

@@ -76,7 +76,7 @@ std::optional<SharedStore> make_store(const Config& config) {
 class Supervisor {
 public:
     Supervisor(const Config& config, const std::vector<std::string>& argv)
-        : config_(config), shared_(SharedStatsMapping::create()), stats_(shared_.stats()), store_(make_store(config)),
+        : config_(config), shared_(SharedStatsMapping::create(config.max_handlers)), stats_(shared_.stats()), store_(make_store(config)),
           spawner_(make_spawner(config, argv, shared_, store_, port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),

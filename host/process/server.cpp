@@ -62,7 +62,8 @@ int Server::run() {
     www.watch();  // small files are kept in memory while nothing under www changes
 
     // Alone, this process makes its own counters and sockets; a worker gets them from its master.
-    SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create();
+    SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd)
+                                       : SharedStatsMapping::create(config_.max_handlers);
     SharedStats& stats = shared.stats();
     const unsigned first_slot = role_ ? role_->first_slot : 0;
     if (first_slot + config_.threads > kMaxSlots)

@@ -17,8 +17,10 @@ std::size_t resident_mib(pid_t pid) {
 std::string handlers_that_ran(const LoopSlot* slots, unsigned count) {
     std::map<std::string, std::uint64_t> calls;
     for (unsigned s = 0; s < count; ++s)
-        for (const HandlerStats& h : slots[s].handlers) {
-            if (h.in_use.load(std::memory_order_acquire) != kStatsInUse) continue;
+        for (const HandlerStats& h : slots[s].handlers()) {
+            const std::uint32_t use = h.in_use.load(std::memory_order_acquire);
+            if (use == kStatsNeverUsed) break;  // claimed in order
+            if (use != kStatsInUse) continue;
             std::uint64_t n = 0;
             for (const Counter& c : h.requests) n += read(c);
             if (n) calls[snapshot(h.info).name] += n;

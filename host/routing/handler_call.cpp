@@ -32,7 +32,7 @@ public:
     TimedCall(LoopSlot* slot, HandlerStats* stats, std::uint64_t& elapsed_ns)
         : slot_(slot), stats_(stats), elapsed_ns_(elapsed_ns) {
         if (!slot_) return;
-        slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers) + 1 : 0,
+        slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers().data()) + 1 : 0,
                                      std::memory_order_relaxed);
         // The watchdog works in seconds: the coarse clock (a few ns, not ~27) is enough for it.
         // Release: the master reading this start also sees which handler it belongs to.

@@ -56,7 +56,7 @@ Summary summarize(const SharedStats& stats) {
             sum.blocking_busy += read(slot.blocking_busy);
             sum.blocking_queued += read(slot.blocking_queued);
         }
-        for (const HandlerStats& entry : slot.handlers) {
+        for (const HandlerStats& entry : slot.handlers()) {
             const std::uint32_t use = entry.in_use.load(std::memory_order_acquire);
             if (use == kStatsNeverUsed) break;  // claimed in order
             if (use == kStatsRetired) continue;
@@ -80,7 +80,7 @@ Summary summarize(const SharedStats& stats) {
             h.slow_calls += read(entry.slow_calls);
         }
     }
-    for (const CrashCount& crash : stats.crashes) {
+    for (const CrashCount& crash : stats.crashes()) {
         if (!crash.name[0]) break;
         HandlerSummary& h = sum.handlers[crash.name];
         h.crashes += read(crash.crashes);

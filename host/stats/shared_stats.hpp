@@ -12,14 +12,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
 namespace cspd {
 
-inline constexpr unsigned kMaxSlots = 64;             ///< event loops over all processes
-inline constexpr unsigned kMaxTrackedHandlers = 128;  ///< handler names with their own counters, per slot
+inline constexpr unsigned kMaxSlots = 64;  ///< event loops over all processes
+inline constexpr unsigned kMaxHandlerNames = 4096;  ///< --max-handlers at most: names with their own counters, per loop
 inline constexpr unsigned kMaxQuarantined = 32;
 inline constexpr std::size_t kStatsNameBytes = 128;  ///< longer handler names are served but not tracked
 
@@ -66,6 +67,25 @@ struct HandlerStats {
     Counter slow_calls;       // loop calls that held their event loop past --slow-call-warn
 };
 
+/// An array that lives elsewhere in the same segment, found by its distance from the field
+/// itself: processes map the segment at different addresses, so no pointer may be stored.
+template <class T>
+struct SegmentArray {
+    std::int64_t offset = 0;  // from this field to the first element
+    std::uint32_t count = 0;
+
+    std::span<T> get() noexcept {
+        return {reinterpret_cast<T*>(reinterpret_cast<char*>(this) + offset), count};
+    }
+    std::span<const T> get() const noexcept {
+        return {reinterpret_cast<const T*>(reinterpret_cast<const char*>(this) + offset), count};
+    }
+    void point_at(T* first, std::uint32_t n) noexcept {
+        offset = reinterpret_cast<char*>(first) - reinterpret_cast<char*>(this);
+        count = n;
+    }
+};
+
 /// One event loop: its process, its counters, what it is running right now.
 struct LoopSlot {
     // Written by the master (or by the process itself in single-process mode).
@@ -93,7 +113,10 @@ struct LoopSlot {
     Counter requests[5];  // every response, by status class
     Counter cache_hits, cache_misses;  // the reply cache: lookups for handlers that cache
     Counter cache_bytes;               // now
-    HandlerStats handlers[kMaxTrackedHandlers];
+    SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
+
+    std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }
+    std::span<const HandlerStats> handlers() const noexcept { return handler_entries.get(); }
 };
 
 /// A handler version fenced off after crashing too often.
@@ -124,15 +147,19 @@ struct SharedStats {
     Counter worker_restarts;
     Seqlock<QuarantineList> quarantine;         // written by the master (stats/quarantine_list)
     std::atomic<std::uint32_t> quarantined{0};  // its count, so that the request path checks one word
-    CrashCount crashes[kMaxTrackedHandlers];
+    SegmentArray<CrashCount> crash_counts;  // --max-handlers of them, after the loops' entries
     LoopSlot slots[kMaxSlots];
+    std::uint64_t segment_bytes = 0;  // the whole segment: this and the arrays after it
+
+    std::span<CrashCount> crashes() noexcept { return crash_counts.get(); }
+    std::span<const CrashCount> crashes() const noexcept { return crash_counts.get(); }
 };
 
 /// The mapped segment. Created by the master (or the single process), inherited by workers as a descriptor.
 class SharedStatsMapping {
 public:
-    /// Creates a new zeroed segment. Throws on failure.
-    static SharedStatsMapping create();
+    /// Creates a new zeroed segment with counters for `handler_names` names per loop. Throws on failure.
+    static SharedStatsMapping create(unsigned handler_names);
     /// Maps a segment handed down by the master. Throws on failure.
     static SharedStatsMapping attach(int fd);
 
@@ -144,9 +171,11 @@ public:
     int fd() const { return fd_.get(); }
 
 private:
-    SharedStatsMapping(UniqueFd fd, SharedStats* stats) : fd_(std::move(fd)), stats_(stats) {}
+    SharedStatsMapping(UniqueFd fd, SharedStats* stats, std::size_t bytes)
+        : fd_(std::move(fd)), stats_(stats), bytes_(bytes) {}
     UniqueFd fd_;
     SharedStats* stats_ = nullptr;
+    std::size_t bytes_ = 0;
 };
 
 /// Copies `text` into a fixed field, cut to fit and NUL-terminated.

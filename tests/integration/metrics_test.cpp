@@ -228,9 +228,9 @@ TEST(Metrics, ThePublicStatusNamesRefusedFilesButNotWhereTheyAre) {
 }
 
 TEST(Metrics, NamesAddedAndRemovedAreRecycledSoANewOneIsStillCounted) {
-    // More names come and go than a loop has counters for (128): a removed one's counters are
-    // given to the next name, so a new handler always shows in /-/status and /metrics.
-    TestServer server({"--workers", "1"});
+    // More names come and go than a loop has counters for (--max-handlers 128): a removed one's
+    // counters are given to the next name, so a new handler always shows in /-/status and /metrics.
+    TestServer server({"--workers", "1", "--max-handlers", "128"});
     for (int i = 0; i < 140; ++i) {
         const std::string name = "n" + std::to_string(i);
         install_by_rename(shipped_handler("hello.so"), server.handlers() / (name + ".so"));
@@ -247,6 +247,24 @@ TEST(Metrics, NamesAddedAndRemovedAreRecycledSoANewOneIsStillCounted) {
     const auto samples = parse_exposition(fetch(server.port(), "/metrics")->body);
     EXPECT_EQ(samples.at(R"(cspd_handler_requests_total{handler="fresh",code="2xx"})"), 1);
     EXPECT_EQ(server.log().find("not in /-/status"), std::string::npos);
+}
+
+TEST(Metrics, NamesPastMaxHandlersAreServedUncountedAndTheLogSaysWhichFlagToRaise) {
+    TestServer server({"--workers", "1", "--max-handlers", "2"});
+    for (const std::string name : {"a", "b", "c"}) {
+        install_by_rename(shipped_handler("hello.so"), server.handlers() / (name + ".so"));
+        ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/" + name).value_or(HttpResponse{}).status == 200; }, 5s)) << name;
+    }
+    ASSERT_TRUE(server.wait_for_log("--max-handlers"));
+    // Which of the three came last is the watcher's order; the two counted are in /-/status.
+    const auto doc = nlohmann::json::parse(fetch(server.port(), "/-/status")->body);
+    EXPECT_EQ(doc.at("handlers").size(), 2u) << doc.dump(1);
+    const std::string log = server.log();
+    const auto warned = log.find("served, but not in /-/status");
+    ASSERT_NE(warned, std::string::npos) << log;
+    const std::string uncounted = log.substr(log.rfind("handler ", warned) + 8, 1);
+    for (const auto& h : doc.at("handlers")) EXPECT_NE(h.at("name"), uncounted);
+    EXPECT_EQ(fetch(server.port(), "/csp/" + uncounted)->status, 200);  // served all the same
 }
 
 TEST(Metrics, CanBeTurnedOff) {

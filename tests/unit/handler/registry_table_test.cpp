@@ -29,7 +29,7 @@ struct RegistryTableTest : ::testing::Test {
 
     test::TempDir scratch;
     HandlerLoader loader{scratch.path()};
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(128);
     HandlerRegistry registry;
     HandlerTable first, second;
 };
@@ -92,17 +92,18 @@ namespace {
 TEST(HandlerTableCounters, RemovedNamesFreeTheirCountersOnceNothingHoldsTheirVersion) {
     test::TempDir scratch;
     HandlerLoader loader{scratch.path()};
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(16);  // --max-handlers 16
     HandlerTable table;
     table.attach_stats(shared.stats().slots[0]);
     const auto version = loader.load("echo", test::test_handler("echo.so")).version;
     ASSERT_TRUE(version);
     // Every entry of the slot holds a live name.
-    for (unsigned i = 0; i < kMaxTrackedHandlers; ++i) table.set("h" + std::to_string(i), version);
+    ASSERT_EQ(shared.stats().slots[0].handlers().size(), 16u);
+    for (unsigned i = 0; i < 16; ++i) table.set("h" + std::to_string(i), version);
     table.set("late", version);
     EXPECT_EQ(table.find_entry("late")->stats, nullptr);  // served, not counted (and said in the log)
     // A removed name whose version something still holds (a deferred reply) keeps its counters...
-    table.set("h0", nullptr);  // `version` is still held here (and by 126 other names)
+    table.set("h0", nullptr);  // `version` is still held here (and by 14 other names)
     table.set("other", version);
     EXPECT_EQ(table.find_entry("other")->stats, nullptr);
     // ...and gives them up once nothing does: the next name gets them, zeroed.

@@ -34,7 +34,7 @@ struct StatusReportTest : ::testing::Test {
         bump(stats.slots[0].requests[1], 42);
         bump(stats.slots[1].requests[3], 7);
     }
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(128);
     SharedStats& stats = shared.stats();
     HandlerStats *live, *live_too, *refused;
 };

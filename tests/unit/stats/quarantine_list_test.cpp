@@ -10,7 +10,7 @@ namespace cspd {
 namespace {
 
 TEST(QuarantineList, FindsExactlyTheVersionsAdded) {
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(128);
     SharedStats& stats = shared.stats();
     EXPECT_FALSE(is_quarantined(stats, "crash", 100, 0xabc));
     add_to_quarantine(stats, "crash", 100, 0xabc);
@@ -23,7 +23,7 @@ TEST(QuarantineList, FindsExactlyTheVersionsAdded) {
 }
 
 TEST(QuarantineList, WhenFullTheOldestMakesRoom) {
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(128);
     SharedStats& stats = shared.stats();
     for (unsigned i = 0; i <= kMaxQuarantined; ++i) add_to_quarantine(stats, "h" + std::to_string(i), i, i);
     EXPECT_FALSE(is_quarantined(stats, "h0", 0, 0));
@@ -33,7 +33,7 @@ TEST(QuarantineList, WhenFullTheOldestMakesRoom) {
 }
 
 TEST(QuarantineList, IsSharedWithWhoeverMapsTheSameSegment) {
-    SharedStatsMapping shared = SharedStatsMapping::create();
+    SharedStatsMapping shared = SharedStatsMapping::create(128);
     SharedStatsMapping worker = SharedStatsMapping::attach(::dup(shared.fd()));
     add_to_quarantine(shared.stats(), "crash", 1, 2);
     EXPECT_TRUE(is_quarantined(worker.stats(), "crash", 1, 2));
