@@ -99,7 +99,9 @@ std::pair<std::uintptr_t, std::uintptr_t> mapped_range(const std::string& path) 
 }  // namespace
 
 HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
-    : scratch_(scratch_parent), strict_modes_(strict_modes) {}
+    : scratch_(std::in_place, scratch_parent), strict_modes_(strict_modes) {}
+
+HandlerLoader::HandlerLoader(LoadInPlace) : strict_modes_(false) {}
 
 std::string HandlerLoader::untrusted(const std::filesystem::path& file) const {
     if (!strict_modes_) return {};
@@ -233,9 +235,10 @@ PreparedVersion::PreparedVersion(PreparedVersion&& other) noexcept { *this = std
 
 PreparedVersion& PreparedVersion::operator=(PreparedVersion&& other) noexcept {
     if (this == &other) return *this;
-    if (!copy_.empty()) ::unlink(copy_.c_str());
+    if (!copy_.empty() && owns_copy_) ::unlink(copy_.c_str());
     name_ = std::move(other.name_);
     copy_ = std::exchange(other.copy_, {});
+    owns_copy_ = other.owns_copy_;
     config_folder_ = std::move(other.config_folder_);
     identity_ = other.identity_;
     image_hash_ = other.image_hash_;
@@ -245,7 +248,7 @@ PreparedVersion& PreparedVersion::operator=(PreparedVersion&& other) noexcept {
 }
 
 PreparedVersion::~PreparedVersion() {
-    if (!copy_.empty()) ::unlink(copy_.c_str());
+    if (!copy_.empty() && owns_copy_) ::unlink(copy_.c_str());
 }
 
 LoadResult HandlerLoader::load(const std::string& name, const std::filesystem::path& file,
@@ -296,8 +299,9 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
 
     // A unique private name per version: dlopen never sees a path or inode twice.
     const std::uint64_t sequence = next_sequence_++;
-    const std::filesystem::path copy = scratch_.path() / (name + "." + std::to_string(sequence) + ".so");
-    {
+    const std::filesystem::path copy =
+        scratch_ ? scratch_->path() / (name + "." + std::to_string(sequence) + ".so") : file;
+    if (scratch_) {
         UniqueFd copied(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
         if (!copied || !write_all(copied.get(), image)) {
             const int err = errno;
@@ -313,6 +317,7 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
     out.image_hash_ = image_hash;
     out.sequence_ = sequence;
     out.config_ = std::move(config);
+    out.owns_copy_ = scratch_.has_value();
     return {};
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace cspd {
@@ -65,13 +66,20 @@ private:
     std::uint64_t image_hash_ = 0;  // the library's bytes alone
     std::uint64_t sequence_ = 0;
     HandlerConfig::Read config_;  // read once: the text hashed is the text init sees
+    bool owns_copy_ = true;       // false: the file itself, a copy somebody else made and removes
 };
+
+/// HandlerLoader's constructor for a vetting process: it loads the file it is given where it
+/// lies (the asking worker's private copy, which nothing writes and nothing else has loaded),
+/// makes no folder and writes no copy.
+struct LoadInPlace {};
 
 class HandlerLoader {
 public:
     /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
     /// With `strict_modes`, refuses files that someone other than root or this user could have written.
     explicit HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes = true);
+    explicit HandlerLoader(LoadInPlace);
     ~HandlerLoader();
     HandlerLoader(const HandlerLoader&) = delete;
     HandlerLoader& operator=(const HandlerLoader&) = delete;
@@ -110,10 +118,11 @@ public:
     /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
     static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
 
-    const std::filesystem::path& scratch_dir() const { return scratch_.path(); }
+    /// Where private copies go (not for a LoadInPlace loader).
+    const std::filesystem::path& scratch_dir() const { return scratch_->path(); }
 
 private:
-    PrivateFolder scratch_;
+    std::optional<PrivateFolder> scratch_;  // none: LoadInPlace
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
     PhaseObserver on_phase_;

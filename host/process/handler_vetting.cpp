@@ -1,7 +1,6 @@
 #include "process/handler_vetting.hpp"
 
 #include "handler/loader.hpp"
-#include "handler/private_folders.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/vetting_fork_server.hpp"
 #include "process/vetting_process.hpp"
@@ -174,7 +173,7 @@ int run_vetting_child(int argc, char** argv, bool prepared) {
         [[maybe_unused]] const ssize_t n = ::write(kReportFd, text.data(), text.size());
     };
     try {
-        HandlerLoader loader(private_folder_parent(), false);  // the file is the caller's private copy
+        HandlerLoader loader{LoadInPlace{}};  // the file is the caller's private copy
         loader.on_phase([&](HandlerPhase phase, const HandlerLabel&) {
             if (phase != HandlerPhase::none) say(phase == HandlerPhase::init ? "init" : "load");
         });

@@ -1,7 +1,6 @@
 #include "process/vetting_fork_server.hpp"
 
 #include "common/unique_fd.hpp"
-#include "handler/private_folders.hpp"
 #include "process/handler_vetting.hpp"
 #include "process/spawn_self.hpp"
 
@@ -251,7 +250,6 @@ int run_vetting_fork_server() {
             }
             int status = 0;
             for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
-                remove_private_folders_of(pid);  // one killed for its deadline could not remove its own
                 send_message(kSocketFd, "EXIT " + std::to_string(pid) + " " + std::to_string(status));
             }
         }

@@ -1,7 +1,6 @@
 #include "process/vetting_process.hpp"
 
 #include "common/unique_fd.hpp"
-#include "handler/private_folders.hpp"
 #include "process/spawn_self.hpp"
 #include "process/vetting_fork_server.hpp"
 
@@ -183,8 +182,6 @@ struct VettingProcess::State {
         over = true;
         deadline.cancel();
         reaper.cancel();
-        // One killed for its deadline could not remove its own (a fork server's child: the server does).
-        if (!forks) remove_private_folders_of(pid);
         report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         const VettingReport copy = report;  // done() may end this process object
         Done call = std::move(done);
@@ -257,7 +254,6 @@ void VettingProcess::cancel() {
         } else {
             while (::waitpid(state.pid, nullptr, 0) < 0 && errno == EINTR) {
             }
-            remove_private_folders_of(state.pid);
         }
     }
 }
