@@ -2,25 +2,19 @@
 
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
-#include "handler/compiler.hpp"
-#include "handler/kept_versions.hpp"
-#include "handler/loader.hpp"
+#include "handler/host_services.hpp"
 #include "handler/private_folders.hpp"
-#include "handler/registry.hpp"
-#include "handler/watcher.hpp"
 #include "process/crash_reporter.hpp"
-#include "process/handler_vetting.hpp"
+#include "process/handler_supply.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "process/service_notifier.hpp"
 #include "routing/static_files.hpp"
-#include "store/shared_store.hpp"
-#include "handler/host_services.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
-#include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
+#include "store/shared_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -29,7 +23,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <optional>
 #include <thread>
 
@@ -39,6 +32,8 @@ namespace cspd {
 namespace asio = boost::asio;
 
 namespace {
+using namespace std::chrono_literals;
+
 LoopOptions loop_options(const Config& config) {
     LoopOptions options;
     options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
@@ -51,62 +46,88 @@ LoopOptions loop_options(const Config& config) {
     return options;
 }
 
-}  // namespace
+/// Alone, this process makes its own counters; a worker maps its master's.
+SharedStatsMapping counters_for(const Config& config, const std::optional<WorkerRole>& role) {
+    return role ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create(config.max_handlers);
+}
 
-Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {}
+/// The store all workers share: the master's, or this process's own when it is alone.
+std::optional<SharedStore> store_for(const Config& config, const std::optional<WorkerRole>& role) {
+    if (!config.kv_entries) return std::nullopt;
+    const StoreLimits limits{config.kv_entries, config.kv_value_max, config.kv_quota_percent};
+    return role ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits);
+}
 
-int Server::run() {
-    if (!std::filesystem::is_directory(config_.handlers_dir))
-        throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
-    StaticFiles www(config_.www_dir);
-    www.watch();  // small files are kept in memory while nothing under www changes
+/// The serving process, alone or as one of the master's workers. Set up in the constructor
+/// (members in the order they depend on each other, torn down in reverse), then run(): the
+/// first scan of the handlers folder, the loops' threads, and the control thread's signals,
+/// timers and watcher events until a stop has drained.
+class Worker {
+public:
+    Worker(const Config& config, std::optional<WorkerRole> role)
+        : config_(config), role_(role), first_slot_(role ? role->first_slot : 0), www_(config.www_dir),
+          shared_(counters_for(config, role)), stats_(shared_.stats()), store_(store_for(config, role)),
+          // Before the loops: it outlives them, and its threads post into their inboxes.
+          blocking_(config.blocking_threads, config.blocking_queue, &stats_.slots[first_slot_]),
+          // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
+          signals_(control_, SIGINT, SIGTERM, SIGQUIT), requests_(control_, SIGHUP, SIGUSR1),
+          keep_alive_(control_), stuck_check_(control_), drain_deadline_(control_) {
+        www_.watch();  // small files are kept in memory while nothing under www changes
+        claim_slots();
+        host_services().store = store_ ? &*store_ : nullptr;
+        host_services().log_rate = config_.handler_log_rate;
+        set_process_crash_flag(&stats_.slots[first_slot_].crashed_elsewhere);
+        set_process_death_blame(&stats_.slots[first_slot_].blame);
+        install_exit_blame();  // exit() in a handler's call is blamed on it
+        make_loops();
+        unblock_lifecycle_signals();  // before any loop thread starts: they inherit this mask
+        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
+    }
 
-    // Alone, this process makes its own counters and sockets; a worker gets them from its master.
-    SharedStatsMapping shared = role_ ? SharedStatsMapping::attach(WorkerRole::kStatsFd)
-                                       : SharedStatsMapping::create(config_.max_handlers);
-    SharedStats& stats = shared.stats();
-    const unsigned first_slot = role_ ? role_->first_slot : 0;
-    if (first_slot + config_.threads > kMaxSlots)
-        throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
-    if (!role_) {
+    int run() {
+        wait_for_stop();
+        load_first_versions();
+        start_loops();
+        announce();
+        wait_for_requests();
+        if (config_.handler_timeout_s > 0) check_stuck_calls();
+        if (early_stop_) stop(early_stop_);
+        // The watcher's events and the signal share this thread.
+        while (!stopping_ && control_.run_one() > 0) {}
+        return finish();
+    }
+
+private:
+    // --- set-up --------------------------------------------------------------------------
+
+    void claim_slots() {
+        if (first_slot_ + config_.threads > kMaxSlots)
+            throw std::runtime_error("at most " + std::to_string(kMaxSlots) + " event loops in all");
+        if (role_) return;  // the master keeps a worker's slots
         // Alone: no master sweeps up after an earlier run of this process that was killed.
         if (const std::size_t left = remove_orphaned_private_folders())
             spdlog::info("removed {} private handler folder(s) that stopped processes left", left);
-        stats.slot_count.store(config_.threads);
+        stats_.slot_count.store(config_.threads);
         for (unsigned t = 0; t < config_.threads; ++t) {
-            stats.slots[t].pid.store(::getpid());
-            stats.slots[t].started_unix_ms.store(unix_now_ms());
+            stats_.slots[t].pid.store(::getpid());
+            stats_.slots[t].started_unix_ms.store(unix_now_ms());
         }
     }
 
-    // The store all workers share: the master's, or this process's own when it is alone.
-    std::optional<SharedStore> store;
-    if (config_.kv_entries) {
-        const StoreLimits limits{config_.kv_entries, config_.kv_value_max, config_.kv_quota_percent};
-        store.emplace(role_ ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits));
-    }
-    host_services().store = store ? &*store : nullptr;
-    host_services().log_rate = config_.handler_log_rate;
-
-    set_process_crash_flag(&stats.slots[first_slot].crashed_elsewhere);
-    set_process_death_blame(&stats.slots[first_slot].blame);
-    install_exit_blame();  // exit() in a handler's call is blamed on it
-    // Declared before the loops: it outlives them, and its threads post into their inboxes.
-    BlockingPool blocking(config_.blocking_threads, config_.blocking_queue, &stats.slots[first_slot]);
-    std::vector<std::unique_ptr<EventLoop>> loops;
-    unsigned short port = config_.port;
-    const LoopOptions options = loop_options(config_);
-    for (unsigned t = 0; t < config_.threads; ++t) {
-        loops.push_back(std::make_unique<EventLoop>(first_slot + t, options, www));
-        loops.back()->attach_blocking_pool(blocking);
-        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t) : open_listener(config_.bind_address, port);
-        // With --port 0 the first loop learns the port; the others join it.
-        if (!role_) port = bound_port(fd);
-        loops.back()->adopt_listener(fd);
-        loops.back()->attach_stats(stats, stats.slots[first_slot + t]);
-    }
-
-    if (!config_.status_listen.empty()) {
+    void make_loops() {
+        port_ = config_.port;
+        const LoopOptions options = loop_options(config_);
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
+            loops_.back()->attach_blocking_pool(blocking_);
+            const int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t)
+                                 : open_listener(config_.bind_address, port_);
+            // With --port 0 the first loop learns the port; the others join it.
+            if (!role_) port_ = bound_port(fd);
+            loops_.back()->adopt_listener(fd);
+            loops_.back()->attach_stats(stats_, stats_.slots[first_slot_ + t]);
+        }
+        if (config_.status_listen.empty()) return;
         // Shared by every worker (operators' traffic is light); the first loop of each accepts on it.
         int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) : -1;
         if (!role_) {
@@ -114,141 +135,82 @@ int Server::run() {
             fd = open_listener(where.address, where.port);
             spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(fd));
         }
-        loops.front()->adopt_status_listener(fd);
+        loops_.front()->adopt_status_listener(fd);
     }
 
-    asio::io_context control;
-    // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
-    asio::signal_set signals(control, SIGINT, SIGTERM, SIGQUIT);
-    asio::signal_set requests(control, SIGHUP, SIGUSR1);
-    unblock_lifecycle_signals();  // before any thread starts: they inherit this mask
-    HandlerLoader loader(private_folder_parent(), config_.strict_handler_modes);
-    const unsigned workers = std::max(1u, config_.workers);
-    loader.set_worker(role_ ? role_->index : 0, workers);
-    // Each new version is tried in a short-lived process before this one loads it (unless
-    // --no-vetting), and none the master has fenced is loaded.
-    HandlerVetting vetting(control, std::chrono::seconds(config_.init_timeout_s), &stats, config_.vet_handlers,
-                           workers, role_ ? config_.server_folder : std::filesystem::path());
-    // The master times loads and inits (--init-timeout): one that passed vetting may still hang here.
-    LoopSlot& first = stats.slots[first_slot];
-    loader.on_phase([&first](HandlerPhase phase, const HandlerLabel& label) {
-        if (phase == HandlerPhase::none) {
-            first.loading_since_ns.store(0, std::memory_order_release);
+    // --- running -------------------------------------------------------------------------
+
+    /// The loops start once the handlers found now are loaded or refused (their vetting runs on
+    /// this thread meanwhile): no request meets a 404 for one of them. A stop that comes before
+    /// is kept, and acted on once the loops run.
+    void load_first_versions() {
+        bool settled = false;
+        supply_->start([&settled] { settled = true; });
+        while (!settled && !early_stop_ && control_.run_one() > 0) {}
+    }
+
+    void start_loops() {
+        for (auto& loop : loops_) threads_.emplace_back([&loop] { loop->run(); });
+        for (unsigned t = 0; t < config_.threads; ++t) {
+            stats_.slots[first_slot_ + t].ready_ns.store(monotonic_now_ns());
+            stats_.slots[first_slot_ + t].ready.store(1);
+        }
+    }
+
+    /// Only a process that is the service speaks to its manager: a worker's master does.
+    void announce() {
+        if (role_) {
+            spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops_.size());
             return;
         }
-        first.loading_since_ns.store(0, std::memory_order_relaxed);
-        copy_text(first.loading.name, sizeof first.loading.name, label.name);
-        first.loading.size = label.size;
-        first.loading.content_hash = label.content_hash;
-        first.loading.phase.store(static_cast<std::uint32_t>(phase), std::memory_order_relaxed);
-        first.loading_since_ns.store(monotonic_now_ns(), std::memory_order_release);
-    });
-    HandlerRegistry registry;
-    for (auto& loop : loops) {
-        EventLoop* target = loop.get();
-        const bool counts = loop == loops.front();  // one count per process, not per loop
-        registry.subscribe([target, counts](const std::string& name, std::shared_ptr<const HandlerVersion> version) {
-            target->post([target, name, counts, version = std::move(version)]() mutable {
-                target->set_handler(name, std::move(version), counts);
-            });
-        });
-        registry.subscribe_refusals([target, counts](const std::string& name, const std::string& reason) {
-            target->post([target, name, reason, counts] { target->handlers().note_refusal(name, reason, counts); });
-        });
-        registry.subscribe_fallbacks([target](const std::string& name, std::shared_ptr<const HandlerVersion> fallback) {
-            target->post([target, name, fallback = std::move(fallback)]() mutable {
-                target->handlers().set_fallback(name, std::move(fallback));
-            });
-        });
-        registry.subscribe_vetting([target](const std::string& name, bool started) {
-            target->post([target, name, started] { target->handlers().note_vetting(name, started); });
-        });
-    }
-    std::unique_ptr<HandlerCompiler> compiler;
-    WatcherOptions watch;
-    watch.gate = &vetting;
-    // Under a master, versions are kept for workers that restart, and a quarantined one rolls back.
-    const KeptVersions kept(role_ ? config_.server_folder : std::filesystem::path());
-    if (kept.enabled()) watch.install.kept = &kept;
-    if (role_ && config_.rollback)
-        watch.install.quarantined = [&stats](const HandlerVersion& version) {
-            return is_quarantined(stats, version.name(), version.file().size, version.file().content_hash);
-        };
-    watch.install.probation = std::chrono::seconds(config_.quarantine_window_s);
-    if (config_.compile_sources) {
-        auto include = config_.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config_.sdk_include;
-        compiler = std::make_unique<HandlerCompiler>(include, loader.scratch_dir(),
-                                                     std::chrono::seconds(config_.compile_timeout_s),
-                                                     role_ ? config_.server_folder : std::filesystem::path());
-        watch.compiler = compiler.get();
-        watch.dev_diagnostics = config_.dev;
-        spdlog::info("--compile: NAME.c and NAME.cpp are compiled against {}{}", include.string(),
-                     config_.dev ? "; --dev: compile errors are served as 500" : "");
-    }
-    HandlerWatcher watcher(control, config_.handlers_dir, loader, registry, watch);
-    // A stop that comes before serving begins is kept, and acted on once the loops run.
-    int early_stop = 0;
-    std::function<void(int)> on_stop = [&early_stop](int signal) { early_stop = signal; };
-    signals.async_wait([&on_stop](boost::system::error_code ec, int signal) {
-        if (!ec) on_stop(signal);
-    });
-    bool settled = false;
-    watcher.start([&settled] { settled = true; });
-    // The loops start once the handlers found now are loaded or refused (their vetting runs on
-    // this thread meanwhile): no request meets a 404 for one of them.
-    while (!settled && !early_stop && control.run_one() > 0) {}
-
-    std::vector<std::thread> threads;
-    for (auto& loop : loops) threads.emplace_back([&loop] { loop->run(); });
-    for (unsigned t = 0; t < config_.threads; ++t) {
-        stats.slots[first_slot + t].ready_ns.store(monotonic_now_ns());
-        stats.slots[first_slot + t].ready.store(1);
-    }
-    // Only a process that is the service speaks to its manager: a worker's master does.
-    std::optional<ServiceNotifier> notifier;
-    asio::steady_timer keep_alive(control);
-    std::function<void()> keep_alive_loop = [&] {
-        notifier->keep_alive(ServiceNotifier::Clock::now());
-        keep_alive.expires_after(notifier->watchdog_interval());
-        keep_alive.async_wait([&](boost::system::error_code ec) {
-            if (!ec) keep_alive_loop();
-        });
-    };
-    if (role_) {
-        spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops.size());
-    } else {
         spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
                      "from {}, static files from {}",
-                     config_.bind_address, port, loops.size(), config_.handlers_dir.string(), config_.www_dir.string());
-        notifier.emplace();
-        notifier->ready(fmt::format("serving on {}:{} with {} loop(s), one process", config_.bind_address, port,
-                                    loops.size()));
-        if (notifier->watchdog_interval().count()) keep_alive_loop();
+                     config_.bind_address, port_, loops_.size(), config_.handlers_dir.string(), config_.www_dir.string());
+        notifier_.emplace();
+        notifier_->ready(fmt::format("serving on {}:{} with {} loop(s), one process", config_.bind_address, port_,
+                                     loops_.size()));
+        if (notifier_->watchdog_interval().count()) keep_service_alive();
     }
 
-    std::function<void()> wait_for_requests = [&] {
-        requests.async_wait([&](boost::system::error_code ec, int signal) {
+    void keep_service_alive() {
+        notifier_->keep_alive(ServiceNotifier::Clock::now());
+        keep_alive_.expires_after(notifier_->watchdog_interval());
+        keep_alive_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) keep_service_alive();
+        });
+    }
+
+    void wait_for_stop() {
+        signals_.async_wait([this](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (threads_.empty())
+                early_stop_ = signal;  // the loops do not run yet
+            else
+                stop(signal);
+        });
+    }
+
+    void wait_for_requests() {
+        requests_.async_wait([this](boost::system::error_code ec, int signal) {
             if (ec) return;
             if (signal == SIGHUP) {
                 spdlog::info("SIGHUP: re-reading the handlers folder");
-                watcher.rescan();
+                supply_->rescan();
             } else if (!config_.log_file.empty()) {
                 reopen_log_file(config_.log_file);
             }
             wait_for_requests();
         });
-    };
-    wait_for_requests();
+    }
 
-    // Blocking calls that never come back: once they hold every thread of the pool, this worker
-    // can serve no blocking handler again, so it drains and the master starts a fresh one.
-    asio::steady_timer stuck_check(control);
-    std::function<void()> check_stuck = [&] {
-        stuck_check.expires_after(std::chrono::seconds(1));
-        stuck_check.async_wait([&](boost::system::error_code ec) {
+    /// Blocking calls that never come back: once they hold every thread of the pool, this worker
+    /// can serve no blocking handler again, so it drains and the master starts a fresh one.
+    void check_stuck_calls() {
+        stuck_check_.expires_after(1s);
+        stuck_check_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
-            const unsigned stuck = blocking.stuck(std::chrono::seconds(config_.handler_timeout_s));
-            if (stuck < blocking.threads()) return check_stuck();
+            const unsigned stuck = blocking_.stuck(std::chrono::seconds(config_.handler_timeout_s));
+            if (stuck < blocking_.threads()) return check_stuck_calls();
             if (role_) {
                 spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
                               "replacing this worker",
@@ -258,64 +220,92 @@ int Server::run() {
                 spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
                               "blocking handlers get 503 until they return (no master to replace this process)",
                               stuck, config_.handler_timeout_s);
-                check_stuck();
+                check_stuck_calls();
             }
         });
-    };
-    if (config_.handler_timeout_s > 0) check_stuck();
+    }
 
-    asio::steady_timer drain_deadline(control);
-    bool stopping = false;
-    on_stop = [&](int signal) {
-        stopping = true;
-        requests.cancel();
-        stuck_check.cancel();
-        keep_alive.cancel();
-        if (notifier)
-            notifier->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
-                                                 : fmt::format("draining (up to {} s)", config_.drain_timeout_s));
+    /// SIGQUIT stops at once; SIGINT and SIGTERM drain, for --drain-timeout at most.
+    void stop(int signal) {
+        stopping_ = true;
+        requests_.cancel();
+        stuck_check_.cancel();
+        keep_alive_.cancel();
+        if (notifier_)
+            notifier_->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
+                                                  : fmt::format("draining (up to {} s)", config_.drain_timeout_s));
         if (signal == SIGQUIT) {
             spdlog::info("SIGQUIT: stopping now");
-            for (auto& loop : loops) loop->stop();
-            watcher.stop();
+            for (auto& loop : loops_) loop->stop();
+            supply_->stop();
             return;
         }
         spdlog::info("signal {}: draining (up to {} s)", signal, config_.drain_timeout_s);
-        for (auto& loop : loops)  // first: stopping the watcher may wait for a compiler
+        for (auto& loop : loops_)  // first: stopping the watcher may wait for a compiler
             loop->begin_drain(std::chrono::seconds(config_.drain_timeout_s));
-        watcher.stop();
-        drain_deadline.expires_after(std::chrono::seconds(config_.drain_timeout_s));
-        drain_deadline.async_wait([&](boost::system::error_code timer_ec) {
-            if (timer_ec) return;
+        supply_->stop();
+        drain_deadline_.expires_after(std::chrono::seconds(config_.drain_timeout_s));
+        drain_deadline_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
             spdlog::warn("drain timeout: closing the remaining connections");
-            for (auto& loop : loops) loop->stop();
+            for (auto& loop : loops_) loop->stop();
         });
-    };
-    if (early_stop) on_stop(early_stop);
-    // The watcher's events and the signal share this thread.
-    while (!stopping && control.run_one() > 0) {}
-    std::thread deadline_thread([&control] { control.run(); });
-    for (auto& thread : threads) thread.join();
-    control.stop();
-    deadline_thread.join();
-
-    // The pool first: its calls post into the loops, which must still exist (they no longer run).
-    const bool pool_stopped = blocking.stop(std::chrono::seconds(1));
-    registry.clear();
-    if (pool_stopped) loops.clear();  // drops the last references: cleanup hooks run, libraries unload
-    if (!pool_stopped) {
-        // A blocking call that never returned still runs handler code: nothing may be torn down
-        // under it (static destructors, the library), so the process ends here.
-        spdlog::error("{} blocking handler call(s) never returned; exiting without cleanup",
-                      blocking.stuck(std::chrono::seconds(0)));
-        spdlog::shutdown();
-        ::_exit(0);
     }
-    if (role_)
-        spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
-    else
-        spdlog::info("cspd stopped");
-    return 0;
+
+    /// Waits for the loops to end (the drain deadline still runs), then tears down in order.
+    int finish() {
+        std::thread deadline_thread([this] { control_.run(); });
+        for (auto& thread : threads_) thread.join();
+        control_.stop();
+        deadline_thread.join();
+
+        // The pool first: its calls post into the loops, which must still exist (they no longer run).
+        const bool pool_stopped = blocking_.stop(1s);
+        supply_->clear();
+        if (!pool_stopped) {
+            // A blocking call that never returned still runs handler code: nothing may be torn down
+            // under it (static destructors, the library), so the process ends here.
+            spdlog::error("{} blocking handler call(s) never returned; exiting without cleanup",
+                          blocking_.stuck(std::chrono::seconds(0)));
+            spdlog::shutdown();
+            ::_exit(0);
+        }
+        loops_.clear();  // drops the last references: cleanup hooks run, libraries unload
+        if (role_)
+            spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
+        else
+            spdlog::info("cspd stopped");
+        return 0;
+    }
+
+    const Config& config_;
+    const std::optional<WorkerRole> role_;
+    const unsigned first_slot_;
+    StaticFiles www_;
+    SharedStatsMapping shared_;
+    SharedStats& stats_;
+    std::optional<SharedStore> store_;
+    BlockingPool blocking_;
+    std::vector<std::unique_ptr<EventLoop>> loops_;
+    unsigned short port_ = 0;
+    asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting
+    asio::signal_set signals_, requests_;
+    std::optional<HandlerSupply> supply_;
+    std::vector<std::thread> threads_;
+    std::optional<ServiceNotifier> notifier_;
+    asio::steady_timer keep_alive_, stuck_check_, drain_deadline_;
+    int early_stop_ = 0;  // a stop signal that came before the loops ran
+    bool stopping_ = false;
+};
+
+}  // namespace
+
+Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::move(config)), role_(role) {}
+
+int Server::run() {
+    if (!std::filesystem::is_directory(config_.handlers_dir))
+        throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    return Worker(config_, role_).run();
 }
 
 }  // namespace cspd

@@ -1,0 +1,47 @@
+// What brings handler versions to a serving process's loops: the watcher of the handlers
+// folder, the loader, vetting, the compiler (--compile), kept versions, and the registry
+// whose changes every loop hears on its own thread. It all runs on the control thread.
+#pragma once
+
+#include "process/config.hpp"
+#include "process/worker_role.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace cspd {
+
+class EventLoop;
+struct SharedStats;
+
+class HandlerSupply {
+public:
+    /// `stats` and `loops` outlive this. Throws if the folder cannot be watched.
+    HandlerSupply(boost::asio::io_context& control, const Config& config, const std::optional<WorkerRole>& role,
+                  SharedStats& stats, unsigned first_slot, const std::vector<std::unique_ptr<EventLoop>>& loops);
+    ~HandlerSupply();
+    HandlerSupply(const HandlerSupply&) = delete;
+    HandlerSupply& operator=(const HandlerSupply&) = delete;
+
+    /// Loads what the folder holds and watches it; `settled` runs once each version found now is
+    /// loaded or refused.
+    void start(std::function<void()> settled);
+    /// Reads the whole folder again (SIGHUP).
+    void rescan();
+    /// Watches no more (waits for a compiler that runs).
+    void stop();
+    /// Lets go of every version (the loops' own references go with them).
+    void clear();
+
+private:
+    struct Parts;
+    std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace cspd
