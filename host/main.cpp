@@ -1,5 +1,5 @@
 // cspd: command line -> Config -> run (the master, a worker, one process), or `cspd new`, `cspd hash`.
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 #include "common/fnv1a.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/handler_vetting.hpp"
@@ -8,7 +8,7 @@
 #include "process/log_file.hpp"
 #include "process/master.hpp"
 #include "process/server.hpp"
-#include "scaffold.hpp"
+#include "cli/scaffold.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,4 @@
-#include "scaffold.hpp"
+#include "cli/scaffold.hpp"
 
 #include "handler/handler_name.hpp"
 

@@ -1,0 +1,309 @@
+#include "cli/command_line.hpp"
+
+#include "stats/shared_stats.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#ifndef CSPD_VERSION
+#define CSPD_VERSION "0.0.0"
+#endif
+
+namespace cspd {
+namespace {
+
+/// Where handlers and static files are by default: beside the build for a binary run from
+/// the build tree, under the install prefix for an installed one.
+struct DefaultFolders {
+    std::string handlers, www;
+};
+
+DefaultFolders default_folders() {
+#if defined(CSPD_INSTALLED_HANDLERS_FROM_BIN) && defined(CSPD_INSTALLED_WWW_FROM_BIN)
+    // Installed: the folders sit where `cmake --install` put them relative to the binary,
+    // whatever the prefix (/usr/local/var/lib/cspd/handlers, /usr/local/share/cspd/www...).
+    std::error_code ec;
+    const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+    const std::filesystem::path www = (bin / CSPD_INSTALLED_WWW_FROM_BIN).lexically_normal();
+    if (!ec && std::filesystem::is_directory(www, ec))
+        return {(bin / CSPD_INSTALLED_HANDLERS_FROM_BIN).lexically_normal().string(), www.string()};
+#endif
+#if defined(CSPD_BUILD_HANDLERS_DIR) && defined(CSPD_BUILD_WWW_DIR)
+    return {CSPD_BUILD_HANDLERS_DIR, CSPD_BUILD_WWW_DIR};
+#else
+    return {"handlers", "www"};
+#endif
+}
+
+/// What the command line says in words Config keeps otherwise (a flag that turns a default off,
+/// a path), turned into Config by apply().
+struct Readings {
+    std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder;
+    bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
+         insecure_handlers = false;
+
+    void apply(Config& config) const {
+        if (single_process) config.workers = 0;
+        if (config.threads == 0) config.threads = 1;
+        config.status_endpoints = !no_status;
+        config.log_file = log_file;
+        config.upload_dir = upload_dir;
+        config.strict_handler_modes = !insecure_handlers;
+        config.vet_handlers = !no_vetting;
+        config.rollback = !no_rollback;
+        config.server_folder = server_folder;
+        config.sdk_include = sdk_include;
+        config.probes = !no_probes;
+        config.handlers_dir = handlers_dir;
+        config.www_dir = www_dir;
+    }
+};
+
+// Connections time deadlines with 32-bit millisecond stamps, compared as signed: good for 24 days.
+const CLI::Range kTimeoutRange(0u, 20u * 86400u, "at most 20 days");
+
+void add_serving_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Serving";
+    app.add_option("--port", config.port, "TCP port (0: any free port, logged)")->capture_default_str()->group(group);
+    app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--handlers", read.handlers_dir, "folder watched for NAME.so handlers")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--www", read.www_dir, "folder of static files")->capture_default_str()->group(group);
+    app.add_option("--static-max-age", config.static_max_age_s,
+                   "static files say Cache-Control: max-age=S (default: no Cache-Control)")
+        ->check(CLI::Range(0, 1 << 30))
+        ->group(group);
+    app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+        ->group(group);
+    app.add_option("--log-file", read.log_file, "append logs here instead of standard error; SIGUSR1 reopens it")
+        ->group(group);
+}
+
+void add_process_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Processes";
+    config.workers = std::max(1u, std::thread::hardware_concurrency());
+    app.add_option("--workers", config.workers,
+                   "worker processes under a supervising master (default: one per core; 0: one process, no master)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_flag("--single-process", read.single_process,
+                 "same as --workers 0: everything in one process, for debugging")
+        ->group(group);
+    app.add_option("--threads", config.threads, "event loops per process")->capture_default_str()->group(group);
+    app.add_option("--worker-max-rss", config.worker_max_rss_mib,
+                   "a worker whose resident memory passes this is replaced gracefully, MiB (0: never)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--blocking-threads", config.blocking_threads,
+                   "threads per worker for blocking handlers (CSP_BLOCKING_HANDLER)")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 4096u))
+        ->group(group);
+    app.add_option("--blocking-queue", config.blocking_queue,
+                   "blocking calls that may wait for a thread; past it they get 503")
+        ->capture_default_str()
+        ->group(group);
+}
+
+void add_request_limits(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Requests";
+    app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--body-memory", config.body_memory_bytes,
+                   "bodies larger than this, bytes (up to --max-body), are written to a temporary file as they "
+                   "arrive and handed to handlers mapped from it (0: all in memory)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--min-body-rate", config.min_body_rate,
+                   "a request body must keep arriving at this rate, measured over each --header-timeout, or the "
+                   "client gets 408 and is closed (it would hold its share of the upload folder), bytes/s (0: any)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--upload-dir", read.upload_dir, "where those files go (default: TMPDIR, or /tmp)")->group(group);
+    app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
+        ->capture_default_str()
+        ->check(kTimeoutRange)
+        ->group(group);
+    app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
+        ->capture_default_str()
+        ->check(kTimeoutRange)
+        ->group(group);
+    app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--max-header-size", config.max_head_bytes,
+                   "request line + headers, bytes (larger: 431, or 414 for the URL)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_flag("--request-id-header", config.request_id_header,
+                 "send each request's id back as X-Request-Id (the client's own when sane, else a new one)")
+        ->group(group);
+}
+
+void add_handler_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Handlers";
+    app.add_flag("--compile", config.compile_sources,
+                 "also serve NAME.c / NAME.cpp dropped into the handlers folder, compiled on the fly")
+        ->group(group);
+    app.add_flag("--dev", config.dev, "with --compile: a source that does not compile answers 500 with the diagnostics")
+        ->group(group);
+    app.add_option("--compile-timeout", config.compile_timeout_s, "longest a compilation may run, s")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--sdk-include", read.sdk_include,
+                   "SDK headers for --compile (default: beside the binary, or the source tree)")
+        ->group(group);
+    app.add_flag("--no-vetting", read.no_vetting,
+                 "load new handler versions without trying them in a short-lived process first")
+        ->group(group);
+    app.add_option("--init-timeout", config.init_timeout_s,
+                   "a handler version whose loading, init or cleanup takes longer is refused, s")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 3600u))
+        ->group(group);
+    app.add_flag("--insecure-handlers", read.insecure_handlers,
+                 "load handler files even if group/others may write them or their folder (development only)")
+        ->group(group);
+    app.add_option("--handler-timeout", config.handler_timeout_s,
+                   "watchdog: a handler call running longer aborts its worker, s (0: off)")
+        ->capture_default_str()
+        ->check(kTimeoutRange)
+        ->group(group);
+    app.add_option("--pending-timeout", config.pending_timeout_s,
+                   "a deferred reply not finished within this gets 504, s (0: never)")
+        ->capture_default_str()
+        ->check(kTimeoutRange)
+        ->group(group);
+    app.add_option("--slow-call-warn", config.slow_call_warn_ms,
+                   "a call of a (non-blocking) handler that holds its event loop longer is logged and counted, "
+                   "ms (0: never)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 3'600'000u))
+        ->group(group);
+    app.add_option("--quarantine-crashes", config.quarantine_crashes,
+                   "quarantine a handler version after this many crashes… (0: never)")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--quarantine-window", config.quarantine_window_s, "…within this many seconds")
+        ->capture_default_str()
+        ->group(group);
+    app.add_flag("--no-rollback", read.no_rollback,
+                 "a quarantined version answers 503 instead of giving way to the version it replaced")
+        ->group(group);
+}
+
+void add_toolkit_options(CLI::App& app, Config& config) {
+    const char* group = "Toolkit";
+    app.add_option("--kv-entries", config.kv_entries, "entries of the store all workers share (csp_kv_*); 0: no store")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(0), std::size_t(1) << 24))
+        ->group(group);
+    app.add_option("--kv-quota", config.kv_quota_percent,
+                   "entries of that store one handler may hold (charged to the last writer), percent of --kv-entries")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 100u))
+        ->group(group);
+    app.add_option("--kv-value-max", config.kv_value_max, "largest value in that store, bytes")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(16), std::size_t(1) << 20))
+        ->group(group);
+    app.add_option("--handler-log-rate", config.handler_log_rate,
+                   "csp_log lines a second per handler and worker (bursts of twice that); more are dropped, counted")
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--cache-size", config.cache_mib,
+                   "reply cache per worker for handlers that ask for it (csp_reply_cache), MiB (0: off)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(0), std::size_t(1) << 16))
+        ->group(group);
+}
+
+void add_status_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Status";
+    auto* no_status =
+        app.add_flag("--no-status", read.no_status, "do not answer GET /-/status and /metrics (they fall through to www/)")
+            ->group(group);
+    app.add_option("--status-listen", config.status_listen,
+                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
+        ->excludes(no_status)
+        ->group(group);
+    app.add_flag("--no-probes", read.no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)")
+        ->group(group);
+    app.add_option("--max-handlers", config.max_handlers,
+                   "handler names counted in /-/status and /metrics (removed ones are recycled); more are served, "
+                   "uncounted, with a warning")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, kMaxHandlerNames))
+        ->group(group);
+}
+
+/// Set by the master when it starts a worker; not for people (no group: not in --help).
+void add_worker_role(CLI::App& app, Invocation& invocation, Readings& read) {
+    app.add_option("--worker-index", invocation.worker_index)->group("");
+    app.add_option("--master-pid", invocation.master_pid)->group("");
+    app.add_option("--worker-slot", invocation.worker_slot)->group("");
+    app.add_option("--server-folder", read.server_folder)->group("");
+}
+
+}  // namespace
+
+Invocation parse_command_line(int argc, char** argv) {
+    Invocation invocation;
+    Config& config = invocation.config;
+    const DefaultFolders defaults = default_folders();
+    Readings read;
+    read.handlers_dir = defaults.handlers;
+    read.www_dir = defaults.www;
+
+    CLI::App app{"cspd: serves C/C++ shared-object handlers at /csp/NAME, reloading them as files change"};
+    app.set_version_flag("--version", std::string("cspd ") + CSPD_VERSION);
+    add_serving_options(app, config, read);
+    add_process_options(app, config, read);
+    add_request_limits(app, config, read);
+    add_handler_options(app, config, read);
+    add_toolkit_options(app, config);
+    add_status_options(app, config, read);
+    add_worker_role(app, invocation, read);
+
+    auto* create = app.add_subcommand("new", "write a handler skeleton NAME.c or NAME.cpp to start from");
+    NewHandlerRequest skeleton;
+    create->add_option("name", skeleton.name, "handler name ([A-Za-z0-9_-]+)")->required();
+    create->add_option("--lang", skeleton.lang, "c or cpp")->capture_default_str();
+    create->add_option("--dir", skeleton.dir, "folder to write into")->capture_default_str();
+    auto* hash = app.add_subcommand("hash", "print each file's fnv1a64, as /-/status shows a handler version's");
+    std::vector<std::string> hash_files;
+    hash->add_option("files", hash_files, "handler files")->required();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        invocation.exit_code = app.exit(e);
+        return invocation;
+    }
+    if (*create) {
+        invocation.new_handler = skeleton;
+        return invocation;
+    }
+    if (*hash) {
+        invocation.hash_files = hash_files;
+        return invocation;
+    }
+    read.apply(config);
+    return invocation;
+}
+
+}  // namespace cspd
