@@ -26,7 +26,8 @@ public:
     virtual csp_reply* reply() noexcept = 0;
     /// Sends the reply (any thread, once); 0, or -1 if its client will not see it.
     virtual int finish(int status) noexcept = 0;
-    /// `fn` runs on the loop, at most once, when the reply will not reach its client.
+    /// `fn` runs on the loop at most twice: with CSP_ABORT_DRAINING as a warning (a drain began),
+    /// and once when the reply will not reach its client (the first such reason). Never after finish().
     virtual int on_abort(csp_abort_fn fn, void* user_data) noexcept = 0;
     /// One-shot timer and fd watch on the loop that owns the reply; -1 off that loop's thread.
     virtual int timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept = 0;

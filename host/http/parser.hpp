@@ -1,5 +1,6 @@
-// llhttp wrapper: bytes in, complete requests out, no I/O, so it can be
-// unit-tested and fuzzed alone. Strict mode: no lenient flags are ever set.
+// llhttp wrapper: bytes in, complete requests out. No socket I/O, so it can be unit-tested
+// and fuzzed alone; its one file I/O is a large body's spill to a temporary file (ParseLimits::
+// memory_body_bytes; 0 keeps every body in memory). Strict mode: no lenient flags are ever set.
 // All its state is its own: parsers never share anything, so a request handed to
 // the sink stays valid until this parser is fed again, whatever other parsers do.
 #pragma once

@@ -58,11 +58,11 @@ private:
     std::uint64_t started_ = 0;
 };
 
-HttpStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, std::string& out) {
+CallStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, std::string& out) {
     if (call.stats) bump(call.stats->errors), bump(call.stats->requests[status_class(500)]);
     append_error(out, HttpStatus::internal_server_error, date.now(), frame.keep_alive, frame.http10, frame.head_only,
                  frame.request_id_header ? call.view.request_id() : std::string_view{});
-    return HttpStatus::internal_server_error;
+    return {HttpStatus::internal_server_error, HttpStatus::internal_server_error};
 }
 
 } // namespace
@@ -103,7 +103,7 @@ PendingReply* HandlerCall::Hook::defer() noexcept {
 }
 
 CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view path_info,
-                             std::string_view query, LaterAnswers* later, HttpStatus& status) {
+                             std::string_view query, LaterAnswers* later, CallStatus& status) {
     const HandlerVersion& handler = *entry.version;
     const HttpRequest& request = exchange.request;
     if (!current_) current_ = std::make_unique<CallState>();  // the last one answers later
@@ -152,7 +152,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     return CallOutcome::answered;
 }
 
-HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,
+CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,
                                const ResponseFrame& frame, DateCache& date, std::string& out) {
     if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));
     if (!returned) return failed(call, frame, date, out);  // threw: already logged
@@ -179,7 +179,7 @@ HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, c
             if (call.stats) bump(call.stats->requests[status_class(412)]);
             append_error(out, HttpStatus::precondition_failed, date.now(), frame.keep_alive, frame.http10,
                          frame.head_only, frame.request_id_header ? call.view.request_id() : std::string_view{});
-            return HttpStatus::precondition_failed;
+            return {*status, HttpStatus::precondition_failed};
         }
     }
     if (call.stats) bump(call.stats->requests[status_class(code(sent))]);
@@ -193,7 +193,7 @@ HttpStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, c
     head.http10 = frame.http10;
     head.head_only = frame.head_only;
     append_response(out, head, call.reply.body());
-    return *status;
+    return {*status, sent};
 }
 
 std::optional<int> HandlerCall::run_blocking_call(CallState& call) {

@@ -56,6 +56,14 @@ protected:
 /// What came of a call.
 enum class CallOutcome { answered, later, pool_full };
 
+/// An answered call's two statuses: what its handler returned (the resource's answer, which a
+/// reply cache may keep) and what was sent (the same, or a 304 or 412 the host answered for it,
+/// or 500 for a call that failed).
+struct CallStatus {
+    HttpStatus returned = HttpStatus::ok;
+    HttpStatus sent = HttpStatus::ok;
+};
+
 class HandlerCall {
 public:
     HandlerCall();
@@ -67,13 +75,13 @@ public:
 
     /// Calls `handler` for the exchange (`path_info`: the path after /csp/NAME; `query`: raw).
     /// With `later`, a blocking handler runs on the pool and a handler may defer; without, both
-    /// answer at once on this thread. `status` is the one sent when the outcome is `answered`.
+    /// answer at once on this thread. `status` is set when the outcome is `answered`.
     CallOutcome run(const HandlerTable::Entry& handler, Exchange& exchange, std::string_view path_info,
-                    std::string_view query, LaterAnswers* later, HttpStatus& status);
+                    std::string_view query, LaterAnswers* later, CallStatus& status);
 
     /// Checks what a finished call left (`returned`: the status it gave; empty if it threw, which
     /// is logged already), counts it, appends the response to `out`. On the loop that routed the call.
-    static HttpStatus answer(CallState& call, const HandlerVersion& version, const std::optional<int>& returned,
+    static CallStatus answer(CallState& call, const HandlerVersion& version, const std::optional<int>& returned,
                              const ResponseFrame& frame, DateCache& date, std::string& out);
 
     /// Runs a blocking handler's call on the calling thread (a pool thread), timed into

@@ -163,18 +163,18 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
             head.extra_headers = hit->extra_headers;
             return exchange.send(head, hit->body);
         }
-    HttpStatus status = HttpStatus::ok;
+    CallStatus status;
     switch (call_.run(*handler, exchange, path_info, query, exchange.later, status)) {
     case CallOutcome::answered:
-        if (cacheable) remember(*call_.answered(), *handler->version, status);
-        return status;
+        if (cacheable) remember(*call_.answered(), *handler->version, status.returned);
+        return status.sent;
     case CallOutcome::later:
         routed.later = true;
         return HttpStatus::ok;
     case CallOutcome::pool_full:
         return builtin_.busy(exchange);
     }
-    return status;
+    return status.sent;
 }
 
 }  // namespace cspd

@@ -43,7 +43,8 @@ public:
     /// Counts a response sent later (a deferred or blocking handler's) with the others.
     void count_response(HttpStatus status);
 
-    /// A call answered later with `status`: its reply is kept if it asked to be (csp_reply_cache).
+    /// A call answered later whose handler returned `status`: its reply is kept if it asked to be
+    /// (csp_reply_cache).
     void remember(const CallState& call, const HandlerVersion& version, HttpStatus status);
     /// `handler` was replaced or removed: its cached replies go.
     void forget_cached(std::string_view handler) { cache_.forget(handler); }

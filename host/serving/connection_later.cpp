@@ -82,9 +82,9 @@ void Connection::answered(PendingCall& pending, std::optional<int> returned) {
     CallState& call = pending.call();
     ResponseFrame frame = pending.frame();
     if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
-    const HttpStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
-    loop_.router.count_response(status);
-    if (returned) loop_.router.remember(call, *call.version, status);
+    const CallStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
+    loop_.router.count_response(status.sent);
+    if (returned) loop_.router.remember(call, *call.version, status.returned);
     owe_nothing();
     if (close_after_answer_ || !frame.keep_alive) {
         closing_ = true;

@@ -12,7 +12,8 @@
  *                     survives reloads), kept by csp_reply_cache for S seconds
  *   /body?defer=1     "size N fnv H" of the request body (FNV-1a 64); with defer, answered from a
  *                     loop timer after csp_reply_defer, when the call has long returned
- *   /etag?tag=T&modified=DATE   a 200 with ETag: "T" and/or Last-Modified: DATE, for the host's 304/412
+ *   /etag?tag=T&modified=DATE&cache=S   a 200 with ETag: "T" and/or Last-Modified: DATE, for the
+ *                     host's 304/412; with S, kept by csp_reply_cache for S seconds
  * Built twice: as toolkit.so, and with TOOLKIT_BLOCKING as the blocking toolkit_blocking.so. */
 #include <csp/csp.h>
 
@@ -125,6 +126,7 @@ static int toolkit(const csp_request *req, csp_reply *reply) {
             csp_reply_add_header(reply, "ETag", quoted);
         }
         if (*arg(req, "modified", modified, sizeof modified)) csp_reply_add_header(reply, "Last-Modified", modified);
+        csp_reply_cache(reply, (unsigned)csp_form_int(req, "cache", 0, 1000000, 0));
         csp_reply_puts(reply, "the representation\n");
         return 200;
     }

@@ -178,5 +178,32 @@ TEST_F(StaticFilesOverSockets, AHandlersValidatorsGetTheSameAnswers) {
     EXPECT_EQ(get("/csp/toolkit/etag", "If-None-Match: *\r\n")->status, 200);  // no validators: as usual
 }
 
+TEST(HandlerValidators, AnAnswerTheHostMadeIsNeitherCachedAsTheHandlersNorCountedAsIt) {
+    // One worker: one reply cache, one set of counters.
+    TestServer server({"--workers", "1"}, false);
+    std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so");
+    server.start();
+    const auto get = [&](const std::string& headers, const std::string& target = "/csp/toolkit/etag?tag=v1&cache=60") {
+        HttpClient client(server.port());
+        client.send("GET " + target + " HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n");
+        return client.read_response().value_or(HttpResponse{});
+    };
+    const auto three_xx = [&] {
+        const auto metrics = fetch(server.port(), "/metrics");
+        const std::string key = "cspd_requests_total{code=\"3xx\"} ";
+        const auto at = metrics ? metrics->body.find(key) : std::string::npos;
+        return at == std::string::npos ? -1.0 : std::stod(metrics->body.substr(at + key.size()));
+    };
+    // The first call's answer is a 412 the host made from the handler's 200: the cache keeps the 200.
+    EXPECT_EQ(get("If-Match: \"v0\"\r\n").status, 412);
+    const HttpResponse plain = get("");
+    EXPECT_EQ(plain.status, 200);
+    EXPECT_EQ(plain.body, "the representation\n");
+    // A 304 for a handler's call (not cached) counts as 3xx for the loop too, as for the handler.
+    const double before = three_xx();
+    EXPECT_EQ(get("If-None-Match: \"v2\"\r\n", "/csp/toolkit/etag?tag=v2").status, 304);
+    EXPECT_EQ(three_xx(), before + 1);
+}
+
 }  // namespace
 }  // namespace cspd::test
