@@ -299,7 +299,8 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
     const auto log = scratch_dir_ / (stem + ".log");
     const std::string compiler = compiler_for(source);
 
-    // The same flags csp_add_handler and the pkg-config file give.
+    // The flags csp_add_handler gives (cmake/CspHandler.cmake): -z defs makes a misspelt symbol
+    // a compile error, with the compiler's words, rather than a refused load.
     std::vector<std::string> args{compiler,
                                   "-O2",
                                   "-g",
@@ -308,6 +309,7 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
                                   "-fvisibility=hidden",
                                   "-fdiagnostics-color=never",
                                   "-Wall",
+                                  "-Wl,-z,defs",
                                   "-I" + sdk_include_.string()};
     if (!quote_dir.empty()) args.insert(args.end(), {"-iquote", quote_dir.string()});
     if (!depends.empty()) args.insert(args.end(), {"-MMD", "-MF", depends.string()});

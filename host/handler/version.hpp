@@ -2,8 +2,12 @@
 // the state its init hook returned.
 //
 // Lifetime: shared_ptr. The registry and every event loop's table hold one;
-// a request runs synchronously on its loop, so the loop's reference covers it.
-// When the last holder lets go, cleanup runs and the library is unloaded.
+// a request runs synchronously on its loop, so the loop's reference covers it, and a
+// call answered later pins its version until its answer is sent.
+// When the last holder lets go, cleanup runs and the library is unloaded, on that
+// holder's thread: the control thread (the registry, a fallback), an event loop (its
+// table, an answer that came later: a handler's or pool thread's reference moves onto
+// the loop with the answer), or the main thread at exit once the loops have stopped.
 #pragma once
 
 #include "common/crash_context.hpp"

@@ -2,6 +2,7 @@
 
 #include "common/crash_context.hpp"
 #include "common/handler_code.hpp"
+#include "common/signal_safe_text.hpp"
 
 #include <execinfo.h>
 #include <signal.h>
@@ -29,8 +30,9 @@ constexpr char kCrashAnswerHead[] = CSPD_CRASH_HEAD;
 #undef CSPD_CRASH_HEAD
 #undef CSPD_CRASH_BODY
 
-// Only async-signal-safe calls below: write(2), backtrace_symbols_fd (after a warm-up
-// call of backtrace at install time, so libgcc is already loaded), snprintf into a stack buffer.
+// Only async-signal-safe calls below: write(2), send(2), backtrace_symbols_fd (after a warm-up
+// call of backtrace at install time, so libgcc is already loaded), sigdescr_np (a pointer into
+// a constant table), and text built in a SignalSafeLine on the stack.
 void write_all(const char* text, std::size_t size) {
     while (size > 0) {
         ssize_t n = ::write(STDERR_FILENO, text, size);
@@ -90,21 +92,18 @@ void on_fatal_signal(int signal, siginfo_t* info, void* ucontext) {
         }
         client.fd = -1;
     }
-    char line[512];
-    int n;
+    SignalSafeLine<512> line;
+    line.text("\ncspd: CRASH: signal ").number(signal).text(" (").text(sigdescr_np(signal)).text(") at address ");
+    line.pointer(info ? info->si_addr : nullptr);
     if (handler) {
-        n = std::snprintf(line, sizeof line,
-                          "\ncspd: CRASH: signal %d (%s) at address %p in handler %s.so#%" PRIu64 " (%" PRIu64
-                          " bytes, fnv %016" PRIx64 ") %s, pid %d\n",
-                          signal, sigdescr_np(signal), info ? info->si_addr : nullptr, handler->name, handler->sequence,
-                          handler->size, handler->content_hash, phase_text(phase), static_cast<int>(::getpid()));
+        line.text(" in handler ").text(handler->name).text(".so#").number(handler->sequence).text(" (");
+        line.number(handler->size).text(" bytes, fnv ").hex(handler->content_hash, 16).text(") ");
+        line.text(phase_text(phase));
     } else {
-        n = std::snprintf(line, sizeof line,
-                          "\ncspd: CRASH: signal %d (%s) at address %p outside any handler, pid %d\n", signal,
-                          sigdescr_np(signal), info ? info->si_addr : nullptr, static_cast<int>(::getpid()));
+        line.text(" outside any handler");
     }
-    if (n > 0)
-        write_all(line, static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1);
+    line.text(", pid ").number(static_cast<int>(::getpid())).text("\n");
+    write_all(line.data(), line.size());
     write_all("cspd: backtrace:\n", 17);
     ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
     // Die of the same signal, so that the exit status tells the truth.
@@ -121,13 +120,13 @@ void blame_exit_in_handler(const char* how) noexcept {
     const HandlerLabel* handler = context.running;
     if (!handler) return;
     blame_for_this_death(*handler, context.phase, 0);
-    char line[384];
-    const int n = std::snprintf(line, sizeof line,
-                                "\ncspd: EXIT: handler %s.so#%" PRIu64 " (%" PRIu64 " bytes, fnv %016" PRIx64
-                                ") called %s %s; pid %d dies with it\n",
-                                handler->name, handler->sequence, handler->size, handler->content_hash, how,
-                                phase_text(context.phase), static_cast<int>(::getpid()));
-    if (n > 0) write_all(line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
+    // Text built without snprintf: _exit() may be called from a handler's own signal handler.
+    SignalSafeLine<384> line;
+    line.text("\ncspd: EXIT: handler ").text(handler->name).text(".so#").number(handler->sequence).text(" (");
+    line.number(handler->size).text(" bytes, fnv ").hex(handler->content_hash, 16).text(") called ").text(how);
+    line.text(" ").text(phase_text(context.phase)).text("; pid ").number(static_cast<int>(::getpid()));
+    line.text(" dies with it\n");
+    write_all(line.data(), line.size());
 }
 
 void install_exit_blame() {

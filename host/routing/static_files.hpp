@@ -1,5 +1,7 @@
 // Serves files under --www. Paths are resolved by the kernel beneath the root
 // (openat2 RESOLVE_BENEATH), so neither ".." nor a symlink can lead outside it.
+// One per process, shared by every event loop: after watch() it is only read (const),
+// and each loop keeps its own StaticCache of small files.
 #pragma once
 
 #include "common/unique_fd.hpp"

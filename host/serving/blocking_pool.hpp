@@ -4,6 +4,8 @@
 // A call that runs longer than --handler-timeout is stuck: its client has been answered 504
 // by the loop, and its thread is counted until it comes back. A call that waits for its client
 // (a stream's write waiting for room) is not stuck: see ClientWait.
+// One per process, shared by its event loops: submit() takes its lock from any loop, and each
+// call's answer goes back to the loop that submitted it through that loop's inbox.
 #pragma once
 
 #include <chrono>

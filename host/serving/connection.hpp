@@ -4,8 +4,9 @@
 //
 // Reads: a recv into a buffer lent by the loop, only once the socket is readable;
 // between requests a connection waits in the loop's level-triggered set (ReadWatch)
-// and holds no buffer. One quiet for a tick (parked) also gives back its Work: the parser
-// and the output queue. A parked connection is about 200 bytes, and the Asio socket is made
+// and holds no buffer. One that has read nothing for a second (seen at the loop's once-a-second
+// tick) is parked: it also gives back its Work, the parser and the output queue. A parked
+// connection is about 200 bytes, and the Asio socket is made
 // only for one that ever has to wait through the reactor. Parking, the tick's timeouts, the
 // drain and lingering: connection_idle.cpp.
 //
@@ -71,7 +72,7 @@ public:
 private:
     enum class State : std::uint8_t {
         reading,    ///< waiting for readability (in the loop's ReadWatch), or reading now
-        parked,     ///< the same, quiet for a while: parser memory given back too
+        parked,     ///< the same, after a second with nothing read: its Work given back too
         writing,    ///< output waits for the socket to drain
         lingering,  ///< final response sent, reading and discarding until EOF
         waiting,    ///< for an answer that comes later; the socket is watched for the client leaving

@@ -60,8 +60,8 @@ bool Connection::ensure_work() {
 }
 
 void Connection::park() {
-    // Quiet for a while: what a busy connection keeps for its requests goes back. It still
-    // waits for readability as before.
+    // Nothing read for a second: what a busy connection keeps for its requests goes back. It
+    // still waits for readability as before.
     if (!idle()) return;
     release_buffer();
     work_.reset();
@@ -155,7 +155,7 @@ void Connection::on_tick(std::uint32_t now) {
             // Idle since the last request or the end of its response, whichever came later.
             close();
         } else if (state_ == State::reading && passed(last_read_, 1)) {
-            park();  // quiet for a second
+            park();  // nothing read for a second
         }
         break;
     case State::writing:

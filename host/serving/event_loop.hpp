@@ -1,6 +1,10 @@
 // One event loop: an io_context run by one thread, its acceptors, its own handler
-// table, router, date cache, read buffers and connections. Shared nothing with other
-// loops; the only way in from outside is post(). Connections see only its LoopContext.
+// table, router, reply cache, date cache, read buffers and connections. What it shares
+// with the process's other loops is made for it: the StaticFiles (const; its WwwWatch
+// stamps staleness in an atomic), the BlockingPool (calls go in under its lock, answers
+// come back through the loop's inbox), and its own slot of the shared counters. Other threads reach
+// it through post(), begin_drain() and stop() only; the adopt_/attach_ calls come before
+// run(). Connections see only its LoopContext.
 #pragma once
 
 #include "handler/table.hpp"

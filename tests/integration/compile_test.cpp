@@ -108,6 +108,16 @@ TEST(Compile, DevModeServesTheDiagnosticsUntilTheSourceCompiles) {
     EXPECT_TRUE(serves(server.port(), "/csp/page", 200, "fixed"));
 }
 
+TEST(Compile, AMisspeltFunctionIsACompileErrorNotARefusedLoad) {
+    // Linked with -z defs, as csp_add_handler links: the linker names the symbol and the line.
+    TestServer server({"--compile", "--dev"});
+    write(server.handlers() / "typo.c", "#include <csp/csp.h>\nvoid csp_reply_putz(csp_reply *, const char *);\n"
+                                        "static int h(const csp_request *r, csp_reply *o) {\n"
+                                        "    (void)r; csp_reply_putz(o, \"x\"); return 200; }\nCSP_HANDLER(h)\n");
+    EXPECT_TRUE(serves(server.port(), "/csp/typo", 500, "undefined reference to `csp_reply_putz'"));
+    EXPECT_TRUE(server.wait_for_log("typo.c does not compile", 1s));
+}
+
 TEST(Compile, ALibraryWinsOverASourceOfTheSameName) {
     TestServer server({"--compile"});
     write(server.handlers() / "hello.cpp", source("from the source"));

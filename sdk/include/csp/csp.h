@@ -25,9 +25,11 @@
  * state pointer lives from init to cleanup.
  *
  * The ABI (see sdk/README.md, "The ABI promise"): from 2.0 on, a handler built
- * against 2.N loads on every host of 2.M with M >= N. Structs and the function
- * table only grow at the end, their size carried in their first field; no call
- * ever changes meaning.
+ * against 2.N loads on every host of 2.M with M >= N. What the host fills for a
+ * handler (csp_request, csp_host_api, csp_init_context) grows only at the end and
+ * carries its size in its first field; the handler's descriptor grows only at the end
+ * and carries its size in descriptor_size, after abi_version; csp_reply and csp_str
+ * never change. No call ever changes meaning.
  */
 #ifndef CSP_CSP_H
 #define CSP_CSP_H
