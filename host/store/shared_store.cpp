@@ -29,8 +29,9 @@ std::uint64_t hash_key(std::string_view key) {
     return h;
 }
 
-std::int64_t now_ms() { return coarse_monotonic_now_ns() / 1'000'000; }
 }  // namespace
+
+std::int64_t SharedStore::monotonic_ms() noexcept { return coarse_monotonic_now_ns() / 1'000'000; }
 
 struct SharedStore::Header {
     std::uint32_t magic;
@@ -150,7 +151,7 @@ SharedStore::SharedStore(UniqueFd fd, void* memory, std::size_t bytes, const Sto
 
 SharedStore::SharedStore(SharedStore&& other) noexcept
     : fd_(std::move(other.fd_)), memory_(std::exchange(other.memory_, nullptr)), bytes_(other.bytes_),
-      limits_(other.limits_), header_(std::exchange(other.header_, nullptr)) {}
+      limits_(other.limits_), header_(std::exchange(other.header_, nullptr)), clock_(other.clock_) {}
 
 SharedStore::~SharedStore() {
     if (memory_) ::munmap(memory_, bytes_);
@@ -309,7 +310,7 @@ SharedStore::Result SharedStore::get(std::string_view key, void* out, std::size_
         const std::size_t index = find(staged.key_view(), hash, found);
         if (!found) return Result::absent;
         Slot& s = slot(index);
-        if (expired(s, now_ms())) {
+        if (expired(s, clock_())) {
             erase(index);
             return Result::absent;
         }
@@ -325,7 +326,7 @@ SharedStore::Result SharedStore::put(std::string_view key, std::string_view valu
     if (!staged.stage_key(key) || value.size() > header_->value_max) return Result::too_big;
     staged.value.assign(value);
     const std::uint64_t hash = hash_key(staged.key_view());
-    const std::int64_t now = now_ms();
+    const std::int64_t now = clock_();
     const std::int64_t expires = ttl_seconds ? now + std::int64_t(ttl_seconds) * 1000 : 0;
     Lock lock(*this);
     const std::uint32_t account = header_->owners.index_of(owner);
@@ -361,7 +362,7 @@ SharedStore::Result SharedStore::remove(std::string_view key) {
     bool found = false;
     const std::size_t index = find(staged.key_view(), hash, found);
     if (!found) return Result::absent;
-    const bool was_live = !expired(slot(index), now_ms());
+    const bool was_live = !expired(slot(index), clock_());
     erase(index);
     return was_live ? Result::ok : Result::absent;
 }
@@ -370,7 +371,7 @@ SharedStore::Result SharedStore::add(std::string_view key, std::int64_t delta, s
                                      std::string_view owner) {
     if (!staged.stage_key(key)) return Result::too_big;
     const std::uint64_t hash = hash_key(staged.key_view());
-    const std::int64_t now = now_ms();
+    const std::int64_t now = clock_();
     Lock lock(*this);
     const std::uint32_t account = header_->owners.index_of(owner);
     bool found = false;

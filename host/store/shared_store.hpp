@@ -66,6 +66,12 @@ public:
     /// Live entries (expired ones included until they are reclaimed), for /-/status and /metrics.
     std::size_t size() const;
 
+    /// What time-to-live is measured by: milliseconds of a clock every process reads alike
+    /// (CLOCK_MONOTONIC_COARSE). Tests set their own, so expiry needs no waiting.
+    using Clock = std::int64_t (*)() noexcept;
+    static std::int64_t monotonic_ms() noexcept;
+    void set_clock(Clock clock) { clock_ = clock; }
+
 private:
     struct Header;
     struct Slot;
@@ -94,6 +100,7 @@ private:
     std::size_t bytes_ = 0;
     StoreLimits limits_;
     Header* header_ = nullptr;
+    Clock clock_ = &monotonic_ms;
 };
 
 }  // namespace cspd

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 
 namespace cspd {
 namespace {
@@ -36,9 +36,9 @@ int connect_and_send(unsigned short port) {
 
 struct AcceptorTest : ::testing::Test {
     AcceptorTest() {
-        const int fd = open_listener("127.0.0.1", 0);
-        port = bound_port(fd);
-        acceptor.adopt(fd);
+        listen_fd = open_listener("127.0.0.1", 0);
+        port = bound_port(listen_fd);
+        acceptor.adopt(listen_fd);
     }
     ~AcceptorTest() override {
         for (int fd : clients) ::close(fd);
@@ -52,6 +52,11 @@ struct AcceptorTest : ::testing::Test {
         }
         return accepted.size() >= count;
     }
+    /// Waits (up to 100 ms) until a connection with its first bytes is queued on the listener.
+    bool connection_queued() {
+        pollfd ready{listen_fd, POLLIN, 0};
+        return ::poll(&ready, 1, 100) == 1;
+    }
 
     boost::asio::io_context io;
     std::vector<int> accepted, clients;
@@ -61,6 +66,7 @@ struct AcceptorTest : ::testing::Test {
                           peer_ports.push_back(peer.port());
                       }};
     unsigned short port = 0;
+    int listen_fd = -1;  // the acceptor's
 };
 
 TEST_F(AcceptorTest, HandsOnEveryConnectionWithItsPeer) {
@@ -73,22 +79,23 @@ TEST_F(AcceptorTest, HandsOnEveryConnectionWithItsPeer) {
 
 TEST_F(AcceptorTest, TakesTheBacklogWithoutWaiting) {
     for (int i = 0; i < 5; ++i) clients.push_back(connect_and_send(port));
-    // take_backlog never waits: call it until the handshakes and bytes have landed in the queue.
+    // take_backlog never waits: call it each time the queue holds a connection, until all five
+    // handshakes and bytes have landed.
     const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (accepted.size() < 5 && std::chrono::steady_clock::now() < deadline) {
-        acceptor.take_backlog();
-        std::this_thread::sleep_for(1ms);
-    }
+    while (accepted.size() < 5 && std::chrono::steady_clock::now() < deadline)
+        if (connection_queued()) acceptor.take_backlog();
     EXPECT_EQ(accepted.size(), 5u);
     EXPECT_EQ(io.poll(), 0u);  // nothing was waiting on the loop: the backlog was taken synchronously
 }
 
 TEST_F(AcceptorTest, TakesNothingOnceClosed) {
     acceptor.start();
+    clients.push_back(connect_and_send(port));
+    ASSERT_TRUE(connection_queued());  // a connection waits to be taken...
     acceptor.close();
     EXPECT_FALSE(acceptor.is_open());
     io.run_for(50ms);
-    EXPECT_TRUE(accepted.empty());
+    EXPECT_TRUE(accepted.empty());  // ...and is not, once the acceptor is closed
 }
 
 }  // namespace

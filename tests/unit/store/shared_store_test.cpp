@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -17,13 +16,19 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace cspd {
 namespace {
 
 using Result = SharedStore::Result;
+
+/// A store clock the test moves by hand, so expiry needs no waiting.
+struct TestClock {
+    static inline std::int64_t ms = 0;
+    static std::int64_t now() noexcept { return ms; }
+    static void at(std::int64_t value) { ms = value; }
+};
 
 /// The value under `key`, "<absent>", or "<" the result ">".
 std::string get(SharedStore& store, std::string_view key) {
@@ -166,9 +171,13 @@ TEST(SharedStore, AnEntryIsChargedToItsLastWriterAndFreedWithIt) {
 
 TEST(SharedStore, ExpiredEntriesGiveTheirWriterRoomBack) {
     SharedStore store = SharedStore::create({16, 16, 25});
+    store.set_clock(&TestClock::now);
+    TestClock::at(1'000'000);
     for (int i = 0; i < 4; ++i) ASSERT_EQ(store.put("t" + std::to_string(i), "1", 1, "alpha"), Result::ok);
     ASSERT_EQ(store.put("t4", "1", 0, "alpha"), Result::over_quota);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    TestClock::at(1'000'999);
+    EXPECT_EQ(store.put("t4", "1", 0, "alpha"), Result::over_quota);  // a millisecond before they expire
+    TestClock::at(1'001'000);
     EXPECT_EQ(store.put("t4", "1", 0, "alpha"), Result::ok);
 }
 
@@ -233,9 +242,11 @@ TEST(SharedStore, AddRefusesAResultLongerThanTheValueLimit) {
 }
 
 TEST(SharedStore, EntriesExpireAfterTheirTtl) {
-    // The one test that waits: every TTL case is set up first, then one sleep past a 1 s TTL.
     SharedStore store = SharedStore::create({16, 64});
     SharedStore small = SharedStore::create({2, 16});
+    store.set_clock(&TestClock::now);
+    small.set_clock(&TestClock::now);
+    TestClock::at(5'000);
     std::int64_t sum = 0;
     ASSERT_EQ(store.put("short", "v", 1), Result::ok);
     ASSERT_EQ(store.put("forever", "v", 0), Result::ok);
@@ -248,9 +259,11 @@ TEST(SharedStore, EntriesExpireAfterTheirTtl) {
     ASSERT_EQ(small.put("a", "v", 1), Result::ok);
     ASSERT_EQ(small.put("b", "v", 1), Result::ok);
     ASSERT_EQ(small.put("c", "v", 0), Result::full);
+    TestClock::at(5'999);
     EXPECT_EQ(get(store, "short"), "v");  // not yet
+    EXPECT_EQ(small.put("c", "v", 0), Result::full);
 
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    TestClock::at(6'000);  // one second on
 
     EXPECT_EQ(get(store, "short"), "<absent>");
     EXPECT_EQ(get(store, "forever"), "v");
