@@ -49,10 +49,9 @@ std::vector<Blamed> blame_for_death(const LoopSlot* slots, unsigned count, int s
     return blamed;
 }
 
-void CrashLedger::count(const VersionKey& key) {
+void CrashLedger::count(const VersionKey& key, std::chrono::steady_clock::time_point now) {
     if (CrashCount* crashes = counter(key.name)) bump(crashes->crashes);
     auto& times = times_[key];
-    const auto now = std::chrono::steady_clock::now();
     times.push_back(now);
     while (!times.empty() && now - times.front() > window_) times.pop_front();
     if (limit_ == 0 || times.size() < limit_) return;

@@ -56,8 +56,8 @@ public:
     /// With a target, quarantining (or fencing) a version rolls its name back to it (--no-rollback: none).
     void roll_back_to(RollbackTarget target) { rollback_target_ = std::move(target); }
 
-    /// Counts one crash of `key`; quarantines it when that makes K within the window.
-    void count(const VersionKey& key);
+    /// Counts one crash of `key` (at `now`); quarantines it when that makes K within the window.
+    void count(const VersionKey& key, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
     /// Fences `key` at once: it crashed (or hung) a worker while loading or in init, and would do
     /// so in every worker that loads it. No worker loads it again.
     void fence(const VersionKey& key, HandlerPhase phase);

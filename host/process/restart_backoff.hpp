@@ -14,7 +14,7 @@ public:
     /// A worker started at `started` just died: how long to wait before the next start.
     Clock::duration after_death(Clock::time_point started, Clock::time_point now = Clock::now()) {
         using namespace std::chrono_literals;
-        quick_deaths_ = now - started < 10s ? quick_deaths_ + 1 : 1;
+        quick_deaths_ = now - started < 10s ? quick_deaths_ + 1 : 0;  // a long life starts the count again
         if (quick_deaths_ <= 2) return Clock::duration::zero();
         return std::min<Clock::duration>(100ms * (1u << std::min(quick_deaths_ - 3, 6u)), 5s);
     }
