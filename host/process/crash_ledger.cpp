@@ -63,6 +63,15 @@ void CrashLedger::count(const VersionKey& key, std::chrono::steady_clock::time_p
                fmt::format("/csp/{} answers 503 until a new version of {}.so is dropped in", key.name, key.name));
 }
 
+void CrashLedger::charge(const std::vector<Blamed>& blamed) {
+    for (const auto& [key, phase] : blamed) {
+        if (phase == HandlerPhase::load || phase == HandlerPhase::init)
+            fence(key, phase);
+        else
+            count(key);
+    }
+}
+
 void CrashLedger::fence(const VersionKey& key, HandlerPhase phase) {
     if (CrashCount* crashes = counter(key.name)) bump(crashes->crashes);
     if (quarantine_phase(stats_, key.name, key.size, key.hash) == static_cast<std::uint32_t>(phase)) return;

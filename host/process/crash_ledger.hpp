@@ -61,6 +61,8 @@ public:
     /// Fences `key` at once: it crashed (or hung) a worker while loading or in init, and would do
     /// so in every worker that loads it. No worker loads it again.
     void fence(const VersionKey& key, HandlerPhase phase);
+    /// Charges a death to those blamed for it: a load or init is fenced, anything else counted.
+    void charge(const std::vector<Blamed>& blamed);
 
 private:
     CrashCount* counter(const std::string& name);

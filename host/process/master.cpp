@@ -1,22 +1,20 @@
 #include "process/master.hpp"
 
 #include "common/clocks.hpp"
-#include "handler/compiler.hpp"
-#include "handler/kept_versions.hpp"
 #include "handler/private_folders.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
+#include "process/server_folder.hpp"
 #include "process/service_notifier.hpp"
+#include "process/shared_segments.hpp"
 #include "process/slot_banks.hpp"
-#include "process/vetting_verdicts.hpp"
 #include "process/watchdog.hpp"
 #include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
 #include "process/worker_spawner.hpp"
 #include "process/worker_succession.hpp"
 #include "routing/static_files.hpp"
-#include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
 #include "store/shared_store.hpp"
 
@@ -25,14 +23,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <optional>
 #include <cstring>
+#include <optional>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -41,43 +38,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// The listening sockets, opened here so that they outlive any worker.
-WorkerSpawner make_spawner(const Config& config, const std::vector<std::string>& argv, const SharedStatsMapping& shared,
-                           const std::optional<SharedStore>& store, unsigned short& port) {
-    std::vector<UniqueFd> listeners;
-    port = config.port;
-    for (unsigned i = 0; i < config.loops_total(); ++i) {
-        listeners.push_back(
-            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port)), config.threads));
-        port = bound_port(listeners.back().get());  // --port 0: the first socket picks, the rest join it
-    }
-    UniqueFd status;
-    if (!config.status_listen.empty()) {
-        const HostPort where = parse_host_port(config.status_listen);
-        status = WorkerSpawner::above_worker_fds(UniqueFd(open_listener(where.address, where.port)), config.threads);
-        spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(status.get()));
-    }
-    UniqueFd stats(::fcntl(shared.fd(), F_DUPFD_CLOEXEC, 0));
-    if (!stats) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
-    UniqueFd store_fd;
-    if (store) {
-        store_fd.reset(::fcntl(store->fd(), F_DUPFD_CLOEXEC, 0));
-        if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
-    }
-    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
-                         std::move(status));
-}
-
-std::optional<SharedStore> make_store(const Config& config) {
-    if (!config.kv_entries) return std::nullopt;
-    return SharedStore::create({config.kv_entries, config.kv_value_max, config.kv_quota_percent});
-}
-
 class Supervisor {
 public:
     Supervisor(const Config& config, const std::vector<std::string>& argv)
-        : config_(config), shared_(SharedStatsMapping::create(config.max_handlers)), stats_(shared_.stats()), store_(make_store(config)),
-          spawner_(make_spawner(config, argv, shared_, store_, port_)),
+        : config_(config), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
+          spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
           succession_(config, workers_, banks_, ledger_,
@@ -86,21 +51,17 @@ public:
           requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
         workers_.resize(config_.workers);
         if (config_.rollback && !config_.server_folder.empty())
-            ledger_.roll_back_to([folder = config_.server_folder](const std::string& name) -> std::optional<VersionKey> {
-                // The version the quarantined one replaced; for a version fenced before any worker
-                // served it, the one still serving.
-                std::optional<KeptVersion> target = KeptVersions::good_in(folder, name);
-                if (!target) target = KeptVersions::serving_in(folder, name);
-                if (!target) return std::nullopt;
-                return VersionKey{name, target->size, target->content_hash};
-            });
+            ledger_.roll_back_to(rollback_targets_in(config_.server_folder));
         restart_timers_.reserve(config_.workers);
         for (unsigned i = 0; i < config_.workers; ++i) restart_timers_.emplace_back(io_);
     }
 
     int run() {
         unblock_lifecycle_signals();  // the signal_sets exist: from here on signals are handled
-        sweep_private_folders();
+        // Workers of an earlier run that was killed (or crashed) left their folders behind.
+        if (const std::size_t left = remove_orphaned_private_folders())
+            spdlog::info("removed {} private handler folder(s) that stopped processes left under {}", left,
+                         private_folder_parent().string());
         wait_for_signals();
         wait_for_requests();
         wait_for_children();
@@ -111,13 +72,6 @@ public:
     }
 
 private:
-    static void sweep_private_folders() {
-        // Workers of an earlier run that was killed (or crashed) left their folders behind.
-        if (const std::size_t left = remove_orphaned_private_folders())
-            spdlog::info("removed {} private handler folder(s) that stopped processes left under {}", left,
-                         private_folder_parent().string());
-    }
-
     LoopSlot* slots_of(unsigned index, unsigned bank) { return banks_.slots(index, bank); }
     LoopSlot* slots_of(unsigned index) { return slots_of(index, workers_[index].bank); }
 
@@ -137,17 +91,8 @@ private:
     pid_t start_process(unsigned index, unsigned bank) {
         if (stopping_) return -1;
         // The slots are reset before the worker exists: it may mark itself ready before posix_spawn returns.
+        banks_.prepare_for_start(index, bank);
         LoopSlot* slots = slots_of(index, bank);
-        for (unsigned t = 0; t < config_.threads; ++t) {
-            LoopSlot& slot = slots[t];
-            slot.ready.store(0);
-            slot.crashed.store(0);
-            slot.crashed_elsewhere.store(0);
-            slot.blame.phase.store(0);
-            slot.handler_started_ns.store(0);
-            slot.thread_id.store(0);
-            slot.started_unix_ms.store(unix_now_ms());
-        }
         int error = 0;
         const pid_t pid = spawner_.spawn(index, banks_.first_slot(index, bank), error);
         if (pid < 0) {
@@ -201,11 +146,7 @@ private:
         worker.died_ns = monotonic_now_ns();
         LoopSlot* slots = slots_of(index);
         const std::vector<Blamed> blamed = blame_for_death(slots, config_.threads, status);
-        for (unsigned t = 0; t < config_.threads; ++t) {
-            slots[t].pid.store(0);
-            slots[t].open_connections.store(0);
-            slots[t].handler_started_ns.store(0);
-        }
+        banks_.mark_dead(index, worker.bank);
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (stopping_) {
             // A worker that could not stop cleanly makes the whole stop unclean: say so in the exit code.
@@ -219,14 +160,7 @@ private:
                     blamed.empty() ? ""
                                    : std::string(" while handler ") + blamed.front().key.name + " was running, " +
                                          phase_text(blamed.front().phase));
-        if (!worker.watchdog.fired) {  // the watchdog has already counted its own kill
-            for (const auto& [key, phase] : blamed) {
-                if (phase == HandlerPhase::load || phase == HandlerPhase::init)
-                    ledger_.fence(key, phase);
-                else
-                    ledger_.count(key);
-            }
-        }
+        if (!worker.watchdog.fired) ledger_.charge(blamed);  // the watchdog has already counted its own kill
 
         bump(stats_.worker_restarts);
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].restarts.fetch_add(1);
@@ -269,11 +203,8 @@ private:
                     if (workers_[i].pid)
                         watchdog_.check(i, workers_[i].pid, slots_of(i), config_.threads, workers_[i].watchdog);
             // Copies of versions no worker serves or may roll back to any more, now and then.
-            if (++ticks_ % kSweepTicks == 0 && !config_.server_folder.empty()) {
-                KeptVersions::sweep(config_.server_folder, kSweepAge);
-                VettingVerdicts::sweep(config_.server_folder, kSweepAge);
-                HandlerCompiler::sweep(config_.server_folder, kSweepAge);
-            }
+            if (++ticks_ % kSweepTicks == 0 && !config_.server_folder.empty())
+                sweep_server_folder(config_.server_folder, kSweepAge);
             tick();
         });
     }

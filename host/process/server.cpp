@@ -9,6 +9,7 @@
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "process/service_notifier.hpp"
+#include "process/shared_segments.hpp"
 #include "routing/static_files.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
@@ -46,18 +47,6 @@ LoopOptions loop_options(const Config& config) {
     return options;
 }
 
-/// Alone, this process makes its own counters; a worker maps its master's.
-SharedStatsMapping counters_for(const Config& config, const std::optional<WorkerRole>& role) {
-    return role ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create(config.max_handlers);
-}
-
-/// The store all workers share: the master's, or this process's own when it is alone.
-std::optional<SharedStore> store_for(const Config& config, const std::optional<WorkerRole>& role) {
-    if (!config.kv_entries) return std::nullopt;
-    const StoreLimits limits{config.kv_entries, config.kv_value_max, config.kv_quota_percent};
-    return role ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits);
-}
-
 /// The serving process, alone or as one of the master's workers. Set up in the constructor
 /// (members in the order they depend on each other, torn down in reverse), then run(): the
 /// first scan of the handlers folder, the loops' threads, and the control thread's signals,
@@ -66,7 +55,7 @@ class Worker {
 public:
     Worker(const Config& config, std::optional<WorkerRole> role)
         : config_(config), role_(role), first_slot_(role ? role->first_slot : 0), www_(config.www_dir),
-          shared_(counters_for(config, role)), stats_(shared_.stats()), store_(store_for(config, role)),
+          shared_(shared_counters_for(config, role)), stats_(shared_.stats()), store_(shared_store_for(config, role)),
           // Before the loops: it outlives them, and its threads post into their inboxes.
           blocking_(config.blocking_threads, config.blocking_queue, &stats_.slots[first_slot_]),
           // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.

@@ -3,6 +3,7 @@
 // successor writing the other bank, so the old one's counters stay readable while it drains.
 #pragma once
 
+#include "common/clocks.hpp"
 #include "stats/shared_stats.hpp"
 
 namespace cspd {
@@ -20,6 +21,30 @@ public:
 
     unsigned first_slot(unsigned worker, unsigned bank) const { return (bank * workers_ + worker) * threads_; }
     LoopSlot* slots(unsigned worker, unsigned bank) const { return &stats_.slots[first_slot(worker, bank)]; }
+
+    /// Before a process starts writing these slots: nothing ready, crashed, blamed or running.
+    void prepare_for_start(unsigned worker, unsigned bank) const {
+        LoopSlot* first = slots(worker, bank);
+        for (unsigned t = 0; t < threads_; ++t) {
+            LoopSlot& slot = first[t];
+            slot.ready.store(0);
+            slot.crashed.store(0);
+            slot.crashed_elsewhere.store(0);
+            slot.blame.phase.store(0);
+            slot.handler_started_ns.store(0);
+            slot.thread_id.store(0);
+            slot.started_unix_ms.store(unix_now_ms());
+        }
+    }
+    /// Its process died: no pid, no connections, no call running (its counters stay, as history).
+    void mark_dead(unsigned worker, unsigned bank) const {
+        LoopSlot* first = slots(worker, bank);
+        for (unsigned t = 0; t < threads_; ++t) {
+            first[t].pid.store(0);
+            first[t].open_connections.store(0);
+            first[t].handler_started_ns.store(0);
+        }
+    }
 
 private:
     SharedStats& stats_;

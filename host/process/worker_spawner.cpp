@@ -1,8 +1,14 @@
 #include "process/worker_spawner.hpp"
 
+#include "process/config.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/service_notifier.hpp"
 #include "process/worker_role.hpp"
+#include "serving/listener.hpp"
+#include "stats/shared_stats.hpp"
+#include "store/shared_store.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -61,6 +67,33 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) cons
 void WorkerSpawner::close_listeners() {
     listeners_.clear();
     status_listener_.reset();
+}
+
+WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::string>& argv,
+                                  const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
+                                  unsigned short& port) {
+    std::vector<UniqueFd> listeners;
+    port = config.port;
+    for (unsigned i = 0; i < config.loops_total(); ++i) {
+        listeners.push_back(
+            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port)), config.threads));
+        port = bound_port(listeners.back().get());  // --port 0: the first socket picks, the rest join it
+    }
+    UniqueFd status;
+    if (!config.status_listen.empty()) {
+        const HostPort where = parse_host_port(config.status_listen);
+        status = WorkerSpawner::above_worker_fds(UniqueFd(open_listener(where.address, where.port)), config.threads);
+        spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(status.get()));
+    }
+    UniqueFd stats(::fcntl(shared.fd(), F_DUPFD_CLOEXEC, 0));
+    if (!stats) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    UniqueFd store_fd;
+    if (store) {
+        store_fd.reset(::fcntl(store->fd(), F_DUPFD_CLOEXEC, 0));
+        if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    }
+    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
+                         std::move(status));
 }
 
 }  // namespace cspd

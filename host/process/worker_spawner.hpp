@@ -8,13 +8,25 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cspd {
 
+struct Config;
+class SharedStatsMapping;
+class SharedStore;
+
 class WorkerSpawner {
 public:
+    /// Opens the listening sockets (--port, --status-listen) here, so that they outlive any
+    /// worker, and takes copies of the shared counters' and store's descriptors. `port` gets the
+    /// port bound (--port 0: the first socket picks, the rest join it). Throws on failure.
+    static WorkerSpawner open(const Config& config, const std::vector<std::string>& argv,
+                              const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
+                              unsigned short& port);
+
     /// `listeners` holds `threads` sockets per worker; `store` and `status_listener` may be empty.
     WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
                   std::vector<UniqueFd> listeners, UniqueFd status_listener);
