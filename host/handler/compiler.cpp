@@ -2,12 +2,12 @@
 
 #include "common/fnv1a.hpp"
 #include "common/unique_fd.hpp"
+#include "handler/process_group.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +20,6 @@
 #include <sstream>
 #include <thread>
 #include <vector>
-
-extern char** environ;
 
 #ifndef CSPD_SOURCE_SDK_INCLUDE
 #define CSPD_SOURCE_SDK_INCLUDE "sdk/include"
@@ -133,45 +131,6 @@ bool headers_unchanged(const std::filesystem::path& record) {
         files.push_back(line);
     }
     return false;
-}
-
-/// Starts `args` (argv[0] looked up in PATH) in a process group of its own -- so that a time-out
-/// or a shutdown kills cc1plus, as and ld too, not just the driver -- its output into `log`; its
-/// pid, or -1 with `error` set.
-pid_t spawn_in_own_group(std::vector<std::string>& args, const std::filesystem::path& log, int& error) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    pid_t pid = -1;
-    error = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    return error == 0 ? pid : -1;
-}
-
-/// Waits for `pid` to end (its waitpid status in `status`); false if `limit` passed first (its
-/// group is then killed and reaped).
-bool wait_within(pid_t pid, std::chrono::seconds limit, int& status) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-        const pid_t done = ::waitpid(pid, &status, WNOHANG);
-        if (done == pid || (done < 0 && errno != EINTR)) return true;
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(-pid, SIGKILL);
-            ::waitpid(pid, &status, 0);
-            return false;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
 }
 
 /// Puts a compiled library where the other workers look for it, whole (a rename).

@@ -5,6 +5,7 @@
 #include "common/fnv1a.hpp"
 #include "common/handler_code.hpp"
 #include "common/unique_fd.hpp"
+#include "handler/descriptor_check.hpp"
 #include "handler/elf_check.hpp"
 #include "handler/file_trust.hpp"
 #include "handler/private_folders.hpp"
@@ -129,74 +130,6 @@ std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::st
                                             new std::string(std::move(text)));
 }
 
-namespace {
-std::string abi_text(unsigned version) {
-    if (version >> 16 == 0) return std::to_string(version);
-    return std::to_string(version >> 16) + "." + std::to_string(version & 0xffff);
-}
-
-/// Reads the descriptor as the ABI it says it was built for; an empty `why` when it can be served.
-struct EntryCheck {
-    HandlerEntry entry;
-    csp_init_fn init = nullptr;
-    csp_init_context_fn init_with_context = nullptr;  // 2.2
-    std::string why;
-    LoadError error = LoadError::none;
-};
-
-EntryCheck check_descriptor(const void* symbol) {
-    EntryCheck check;
-    // Every ABI begins with the version and the descriptor's size: read those first.
-    const auto* head = static_cast<const abi1::handler_descriptor*>(symbol);
-    const unsigned version = head->abi_version;
-    if (version == abi1::kVersion) {
-        if (head->descriptor_size < sizeof(abi1::handler_descriptor) || !head->handle) {
-            check.error = LoadError::bad_descriptor;
-            check.why = "malformed csp_handler descriptor (ABI 1)";
-            return check;
-        }
-        check.entry.abi = HandlerAbi::v1;
-        check.entry.handle_v1 = head->handle;
-        check.entry.cleanup = head->cleanup;
-        check.init = head->init;
-        return check;
-    }
-    const unsigned major = version >> 16, minor = version & 0xffff;
-    if (major != CSP_ABI_MAJOR) {
-        check.error = LoadError::wrong_abi;
-        check.why = "built for SDK ABI version " + abi_text(version) + ", this host speaks 1 and " +
-                    abi_text(CSP_ABI_VERSION) + " (rebuild it against this SDK)";
-        return check;
-    }
-    if (minor > CSP_ABI_MINOR) {
-        check.error = LoadError::wrong_abi;
-        check.why = "built for SDK ABI version " + abi_text(version) + ", newer than this host's " +
-                    abi_text(CSP_ABI_VERSION) + " (upgrade cspd, or build against an SDK of 2." +
-                    std::to_string(CSP_ABI_MINOR) + " or older)";
-        return check;
-    }
-    const auto* descriptor = static_cast<const csp_handler_descriptor*>(symbol);
-    if (descriptor->descriptor_size < offsetof(csp_handler_descriptor, flags) + sizeof descriptor->flags ||
-        !descriptor->handle) {
-        check.error = LoadError::bad_descriptor;
-        check.why = "malformed csp_handler descriptor";
-        return check;
-    }
-    check.entry.abi = HandlerAbi::v2;
-    check.entry.minor = minor;
-    check.entry.handle = descriptor->handle;
-    check.entry.cleanup = descriptor->cleanup;
-    check.entry.blocking = (descriptor->flags & CSP_HANDLER_BLOCKING) != 0;
-    check.entry.reads_config = false;
-    check.init = descriptor->init;
-    // A descriptor built before 2.2 ends before this field.
-    if (descriptor->descriptor_size >=
-        offsetof(csp_handler_descriptor, init_with_context) + sizeof descriptor->init_with_context)
-        check.init_with_context = descriptor->init_with_context;
-    check.entry.reads_config = check.init_with_context != nullptr;
-    return check;
-}
-}  // namespace
 
 std::uint64_t HandlerLoader::config_stamp(const std::filesystem::path& folder, const std::string& name) {
     std::uint64_t stamp = 0;
@@ -359,7 +292,7 @@ LoadResult HandlerLoader::open(PreparedVersion& prepared) {
     }
     if (!library->has("csp_handler"))
         return failure(no_entry_point, "no csp_handler symbol (define the handler with CSP_HANDLER)");
-    const EntryCheck check = check_descriptor(&library->get<const unsigned>("csp_handler"));
+    const DescriptorCheck check = check_descriptor(&library->get<const unsigned>("csp_handler"));
     if (check.error != none) return failure(check.error, check.why);
     if (check.init_with_context) {
         if (!config.error.empty()) return failure(bad_config, "configuration refused: " + config.error);

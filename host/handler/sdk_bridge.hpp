@@ -71,6 +71,11 @@ public:
     HandlerRequestView(const HandlerRequestView&) = delete;
     HandlerRequestView& operator=(const HandlerRequestView&) = delete;
 
+    /// The view behind a request the host handed to a handler.
+    static HandlerRequestView& of(const csp_request* req) {
+        return *static_cast<HandlerRequestView*>(const_cast<void*>(req->host));
+    }
+
     /// What the handler is told besides the request itself.
     struct Context {
         std::string_view decoded_path;

@@ -1,26 +1,23 @@
 #include "handler/sdk_toolkit.hpp"
 
 #include "common/clocks.hpp"
+#include "common/one_line.hpp"
 #include "handler/host_services.hpp"
 #include "handler/init_context.hpp"
 #include "handler/sdk_bridge.hpp"
 #include "http/cookie_header.hpp"
 #include "http/form_fields.hpp"
 #include "http/uri.hpp"
-#include "store/shared_store.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <cstdio>
 #include <new>
 
 namespace cspd {
 namespace {
 
-HandlerRequestView& view_of(const csp_request* req) {
-    return *static_cast<HandlerRequestView*>(const_cast<void*>(req->host));
-}
+HandlerRequestView& view_of(const csp_request* req) { return HandlerRequestView::of(req); }
 csp_str to_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
 constexpr csp_str kAbsent{nullptr, 0};
 constexpr unsigned kMaxCacheSeconds = 365 * 24 * 3600;
@@ -45,67 +42,6 @@ bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out)
 std::string_view form_body(const HttpRequest& request) {
     if (request.head || request.method == "GET") return {};
     return is_form_urlencoded(request.header("content-type")) ? request.body : std::string_view{};
-}
-
-std::string_view spdlog_safe(std::string_view text, std::string& out) {
-    // One line per call, whatever the handler wrote: control bytes are shown, not obeyed.
-    static constexpr char hex[] = "0123456789abcdef";
-    bool clean = true;
-    for (char c : text) clean = clean && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-    if (clean) return text;
-    for (char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u >= 0x20 && u != 0x7f) out.push_back(c);
-        else if (c == '\n') out.append("\\n");
-        else if (c == '\r') out.append("\\r");
-        else if (c == '\t') out.append("\\t");
-        else out.append("\\x").push_back(hex[u >> 4]), out.push_back(hex[u & 15]);
-    }
-    return out;
-}
-
-/// `minor`: the 2.x the handler was built against; a handler that does not know CSP_KV_QUOTA is
-/// told CSP_KV_FULL, the failure it knows.
-int kv_code(SharedStore::Result result, unsigned minor = CSP_ABI_MINOR) {
-    switch (result) {
-    case SharedStore::Result::ok: return 0;
-    case SharedStore::Result::absent: return CSP_KV_ABSENT;
-    case SharedStore::Result::full: return CSP_KV_FULL;
-    case SharedStore::Result::over_quota: return minor >= 3 ? CSP_KV_QUOTA : CSP_KV_FULL;
-    case SharedStore::Result::too_big: return CSP_KV_TOO_BIG;
-    case SharedStore::Result::not_integer: return CSP_KV_NOT_INTEGER;
-    }
-    return CSP_KV_UNAVAILABLE;
-}
-
-/// The store charges an entry to the handler that wrote it.
-std::string_view owner_of(const HandlerRequestView& view) {
-    return view.version() ? std::string_view(view.version()->name()) : std::string_view();
-}
-unsigned minor_of(const HandlerRequestView& view) { return view.version() ? view.version()->minor() : 0; }
-
-/// A store that refused a write says so in the log, at most once every 10 s per process.
-void report_refusal(const HandlerRequestView& view, SharedStore::Result result, std::string_view key) {
-    if (result != SharedStore::Result::full && result != SharedStore::Result::not_integer &&
-        result != SharedStore::Result::over_quota)
-        return;
-    static std::atomic<std::int64_t> next_ns{0};
-    const std::int64_t now = coarse_monotonic_now_ns();
-    std::int64_t due = next_ns.load(std::memory_order_relaxed);
-    if (now < due || !next_ns.compare_exchange_strong(due, now + 10'000'000'000)) return;
-    std::string safe;
-    const std::string name = view.version() ? view.version()->describe() : std::string("?");
-    const StoreLimits& limits = host_services().store->limits();
-    if (result == SharedStore::Result::full)
-        spdlog::warn("handler {}: the shared store is full (--kv-entries {}): key \"{}\" not stored", name,
-                     limits.entries, spdlog_safe(key, safe));
-    else if (result == SharedStore::Result::over_quota)
-        spdlog::warn("handler {}: holds its whole share of the shared store (--kv-quota {}% of --kv-entries {}: {} "
-                     "entries): key \"{}\" not stored",
-                     name, limits.quota_percent, limits.entries, limits.quota(), spdlog_safe(key, safe));
-    else
-        spdlog::warn("handler {}: csp_kv_add on key \"{}\", which does not hold a decimal int64 (or overflowed)",
-                     name, spdlog_safe(key, safe));
 }
 
 }  // namespace
@@ -226,7 +162,7 @@ int ToolkitApi::log(const csp_request* req, int level, const char* text, size_t 
     try {
         const csp_str id = request_id(req);
         std::string safe;
-        const std::string_view line = spdlog_safe({text ? text : "", std::min<size_t>(size, 2000)}, safe);
+        const std::string_view line = one_line({text ? text : "", std::min<size_t>(size, 2000)}, safe);
         if (dropped)
             spdlog::warn("handler {}: {} log lines dropped (over --handler-log-rate {}/s)", version->describe(),
                          dropped, host_services().log_rate);
@@ -236,57 +172,6 @@ int ToolkitApi::log(const csp_request* req, int level, const char* text, size_t 
         return 1;  // a log that cannot be written is not the handler's failure
     }
     return 0;
-}
-
-int ToolkitApi::kv_get(const csp_request*, const char* key, size_t key_size, void* out, size_t out_size,
-                       size_t* value_size) noexcept {
-    SharedStore* store = host_services().store;
-    if (!store) return CSP_KV_UNAVAILABLE;
-    if (!key || (!out && out_size)) return CSP_KV_TOO_BIG;
-    std::size_t size = 0;
-    try {
-        const SharedStore::Result result = store->get({key, key_size}, out, out_size, size);
-        if (value_size) *value_size = result == SharedStore::Result::ok ? size : 0;
-        return kv_code(result);
-    } catch (const std::bad_alloc&) {
-        return CSP_KV_TOO_BIG;
-    }
-}
-
-int ToolkitApi::kv_put(const csp_request* req, const char* key, size_t key_size, const void* value,
-                       size_t value_size, unsigned ttl_seconds) noexcept {
-    SharedStore* store = host_services().store;
-    if (!store) return CSP_KV_UNAVAILABLE;
-    if (!key || (!value && value_size)) return CSP_KV_TOO_BIG;
-    try {
-        const HandlerRequestView& view = view_of(req);
-        const auto result = store->put({key, key_size}, {static_cast<const char*>(value), value_size}, ttl_seconds,
-                                       owner_of(view));
-        report_refusal(view, result, {key, key_size});
-        return kv_code(result, minor_of(view));
-    } catch (const std::bad_alloc&) {
-        return CSP_KV_TOO_BIG;
-    }
-}
-
-int ToolkitApi::kv_delete(const csp_request*, const char* key, size_t key_size) noexcept {
-    SharedStore* store = host_services().store;
-    if (!store) return CSP_KV_UNAVAILABLE;
-    if (!key) return CSP_KV_TOO_BIG;
-    return kv_code(store->remove({key, key_size}));
-}
-
-int ToolkitApi::kv_add(const csp_request* req, const char* key, size_t key_size, int64_t delta,
-                       int64_t* result) noexcept {
-    SharedStore* store = host_services().store;
-    if (!store) return CSP_KV_UNAVAILABLE;
-    if (!key || !result) return CSP_KV_TOO_BIG;
-    std::int64_t sum = 0;
-    const HandlerRequestView& view = view_of(req);
-    const auto outcome = store->add({key, key_size}, delta, sum, owner_of(view));
-    report_refusal(view, outcome, {key, key_size});
-    if (outcome == SharedStore::Result::ok) *result = sum;
-    return kv_code(outcome, minor_of(view));
 }
 
 int ToolkitApi::reply_cache(csp_reply* r, unsigned seconds) noexcept {
@@ -347,7 +232,7 @@ int ToolkitApi::init_log(const csp_init_context* ctx, int level, const char* tex
     try {
         std::string safe;
         spdlog::log(kLevels[level], "handler {} [init]: {}", context.describe(),
-                    spdlog_safe({text ? text : "", std::min<size_t>(size, 2000)}, safe));
+                    one_line({text ? text : "", std::min<size_t>(size, 2000)}, safe));
     } catch (...) {
         return 1;
     }
