@@ -2,27 +2,19 @@
 
 #include "common/clocks.hpp"
 #include "store/owner_accounts.hpp"
+#include "store/shared_store_layout.hpp"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
-#include <bit>
 #include <charconv>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 namespace cspd {
 namespace {
-constexpr std::uint32_t kMagic = 0x6373706b;  // "cspk"
-constexpr std::uint32_t kLayout = 4;
-
 std::uint64_t hash_key(std::string_view key) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
     for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
@@ -32,31 +24,6 @@ std::uint64_t hash_key(std::string_view key) {
 }  // namespace
 
 std::int64_t SharedStore::monotonic_ms() noexcept { return coarse_monotonic_now_ns() / 1'000'000; }
-
-struct SharedStore::Header {
-    std::uint32_t magic;
-    std::uint32_t layout;
-    std::uint64_t entries, value_max, table_size, slot_bytes;
-    std::uint64_t used;
-    std::int64_t last_sweep_ms;  // a full store sweeps for expired entries at most once a second
-    pthread_mutex_t mutex;
-    OwnerAccounts owners;        // who holds how many entries (--kv-quota)
-};
-
-struct SharedStore::Slot {
-    // 0 free, 1 whole, 2 being rewritten in place. Written last (release) when a slot is filled, so
-    // a process that dies mid-copy leaves 0 or 2, which repair() drops, never a key with another's value.
-    std::uint32_t used;
-    std::uint32_t key_size;
-    std::uint64_t value_size;
-    std::uint64_t hash;
-    std::int64_t expires_ms;  // CLOCK_MONOTONIC, the same in every process; 0: never
-    std::uint32_t owner;      // the OwnerAccounts index of the writer charged for it
-    std::uint32_t reserved;
-    char key[kKeyMax];
-    char* value() { return reinterpret_cast<char*>(this + 1); }
-    std::string_view key_view() const { return {key, key_size}; }
-};
 
 /// The store's mutex, held for one operation. A holder that died leaves it "owner dead": the
 /// next one repairs the table before using it.
@@ -79,83 +46,6 @@ public:
 private:
     pthread_mutex_t* mutex_;
 };
-
-namespace {
-std::size_t slot_bytes_for(const StoreLimits& limits) {
-    const std::size_t head = sizeof(std::uint32_t) * 4 + sizeof(std::uint64_t) * 3 + SharedStore::kKeyMax;
-    return (head + limits.value_max + 7) & ~std::size_t(7);
-}
-std::size_t table_size_for(const StoreLimits& limits) { return std::bit_ceil(std::max<std::size_t>(2 * limits.entries, 2)); }
-
-std::size_t mapping_bytes(const StoreLimits& limits, std::size_t header_bytes) {
-    return header_bytes + table_size_for(limits) * slot_bytes_for(limits);
-}
-
-void* map_store(int fd, std::size_t bytes) {
-    void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "mmap of the shared store");
-    return memory;
-}
-}  // namespace
-
-SharedStore SharedStore::create(const StoreLimits& limits) {
-    if (limits.entries == 0) throw std::invalid_argument("a shared store needs at least one entry");
-    const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
-    const std::size_t bytes = mapping_bytes(limits, header_bytes);
-    UniqueFd fd(::memfd_create("cspd-store", MFD_CLOEXEC));
-    if (!fd) throw std::system_error(errno, std::system_category(), "memfd_create");
-    // Sparse: pages the table never touches take no memory.
-    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
-        throw std::system_error(errno, std::system_category(), "sizing the shared store");
-    void* memory = map_store(fd.get(), bytes);
-    auto* header = static_cast<Header*>(memory);
-    header->magic = kMagic;
-    header->layout = kLayout;
-    header->entries = limits.entries;
-    header->value_max = limits.value_max;
-    header->table_size = table_size_for(limits);
-    header->slot_bytes = slot_bytes_for(limits);
-    header->used = 0;
-    header->last_sweep_ms = 0;
-    header->owners.reset(limits.quota());
-    pthread_mutexattr_t attributes;
-    pthread_mutexattr_init(&attributes);
-    pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&header->mutex, &attributes);
-    pthread_mutexattr_destroy(&attributes);
-    return SharedStore(std::move(fd), memory, bytes, limits);
-}
-
-SharedStore SharedStore::attach(int fd, const StoreLimits& limits) {
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    UniqueFd owned(fd);
-    const std::size_t header_bytes = (sizeof(Header) + 63) & ~std::size_t(63);
-    const std::size_t bytes = mapping_bytes(limits, header_bytes);
-    // Mapping past a shorter file would raise SIGBUS at the first read, not an error here.
-    struct stat file {};
-    if (::fstat(fd, &file) != 0 || static_cast<std::size_t>(file.st_size) != bytes)
-        throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
-    void* memory = map_store(fd, bytes);
-    const auto* header = static_cast<const Header*>(memory);
-    if (header->magic != kMagic || header->layout != kLayout || header->entries != limits.entries ||
-        header->value_max != limits.value_max || header->owners.quota != limits.quota()) {
-        ::munmap(memory, bytes);
-        throw std::runtime_error("descriptor " + std::to_string(fd) + " is not a shared store of these limits");
-    }
-    return SharedStore(std::move(owned), memory, bytes, limits);
-}
-
-SharedStore::SharedStore(UniqueFd fd, void* memory, std::size_t bytes, const StoreLimits& limits)
-    : fd_(std::move(fd)), memory_(memory), bytes_(bytes), limits_(limits), header_(static_cast<Header*>(memory)) {}
-
-SharedStore::SharedStore(SharedStore&& other) noexcept
-    : fd_(std::move(other.fd_)), memory_(std::exchange(other.memory_, nullptr)), bytes_(other.bytes_),
-      limits_(other.limits_), header_(std::exchange(other.header_, nullptr)), clock_(other.clock_) {}
-
-SharedStore::~SharedStore() {
-    if (memory_) ::munmap(memory_, bytes_);
-}
 
 SharedStore::Slot& SharedStore::slot(std::size_t index) const {
     static_assert(offsetof(Slot, key) == sizeof(std::uint32_t) * 4 + sizeof(std::uint64_t) * 3, "slot_bytes_for");
