@@ -42,7 +42,9 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     if (status_ != Status::ok) return status_;  // a failed stream stays failed
     sink_ = &sink;
     value_end_ = nullptr;  // pieces from an earlier feed are not adjacent by address
+    ++feeds_since_value_;
     feed_base_ = data.data();
+    feed_end_ = data.data() + data.size();
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
     sink_ = nullptr;
     consumed_ = data.size();
@@ -185,9 +187,17 @@ int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length)
     // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
     if (std::memchr(at, '\r', length) || std::memchr(at, '\n', length)) return -1;
     // It may also report the folded part as a second piece of the same value, not adjacent to the
-    // first: within one feed, pieces of one value are always adjacent, so a gap means a fold.
-    if (s.last_field_ == Field::value && s.value_end_ && at != s.value_end_) return -1;
+    // first. A value's pieces are adjacent within one feed; across feeds, the earlier piece ran to
+    // the end of its feed and the next starts the very next feed. Anything else is a fold (or
+    // worse), whichever way the bytes were cut into reads.
+    if (s.last_field_ == Field::value) {
+        const bool adjacent = s.value_end_ ? at == s.value_end_
+                                           : s.value_ran_to_feed_end_ && s.feeds_since_value_ == 1 && at == s.feed_base_;
+        if (!adjacent) return -1;
+    }
     s.value_end_ = at + length;
+    s.value_ran_to_feed_end_ = s.value_end_ == s.feed_end_;
+    s.feeds_since_value_ = 0;
     auto& spans = s.spans_;
     // A value starts right after a name; llhttp 8 reports ": v" as an empty name.
     if (s.last_field_ != Field::value && (s.last_field_ != Field::name || spans.back().name.size == 0)) return -1;
