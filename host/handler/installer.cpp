@@ -61,13 +61,15 @@ struct HandlerInstaller::Impl {
             registry.install(std::move(fallback));
             return;
         }
-        spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", version->describe());
         if (options.kept) {
             options.kept->set_serving(name, version.get());
             if (fallback && fallback == live) options.kept->set_good(name, live.get());
         }
         const bool on_probation = fallback != nullptr;
         registry.install(version, std::move(fallback));
+        // Said once every loop has been handed the version (their next turn installs it), not
+        // before: whoever waits for this line to send a request must not meet a 404.
+        spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", version->describe());
         if (on_probation) start_probation(name, version);
     }
 
