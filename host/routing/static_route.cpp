@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <optional>
 
@@ -35,9 +36,11 @@ HttpStatus redirect_to_slash(Exchange& exchange) {
 /// The extra header lines of a file's answer, written into a fixed buffer (no allocation).
 class HeaderLines {
 public:
-    template <class... Args>
-    void add(const char* format, Args... args) {
-        const int n = std::snprintf(text_ + used_, sizeof text_ - used_, format, args...);
+    [[gnu::format(printf, 2, 3)]] void add(const char* format, ...) {
+        va_list args;
+        va_start(args, format);
+        const int n = std::vsnprintf(text_ + used_, sizeof text_ - used_, format, args);
+        va_end(args);
         if (n > 0) used_ = std::min(sizeof text_ - 1, used_ + static_cast<std::size_t>(n));
     }
     std::string_view view() const { return {text_, used_}; }
