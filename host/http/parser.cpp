@@ -41,8 +41,8 @@ HttpParser::HttpParser(ParseLimits limits) : limits_(limits) {
 HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     if (status_ != Status::ok) return status_;  // a failed stream stays failed
     sink_ = &sink;
-    value_end_ = nullptr;  // pieces from an earlier feed are not adjacent by address
-    ++feeds_since_value_;
+    // A header value goes on in this feed only if its last piece ran to the end of the last one.
+    value_next_ = value_next_ == feed_end_ ? data.data() : nullptr;
     feed_base_ = data.data();
     feed_end_ = data.data() + data.size();
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
@@ -186,18 +186,10 @@ int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length)
     // llhttp 8 passes obsolete line folding through as CR LF inside the value: refuse it
     // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
     if (std::memchr(at, '\r', length) || std::memchr(at, '\n', length)) return -1;
-    // It may also report the folded part as a second piece of the same value, not adjacent to the
-    // first. A value's pieces are adjacent within one feed; across feeds, the earlier piece ran to
-    // the end of its feed and the next starts the very next feed. Anything else is a fold (or
-    // worse), whichever way the bytes were cut into reads.
-    if (s.last_field_ == Field::value) {
-        const bool adjacent = s.value_end_ ? at == s.value_end_
-                                           : s.value_ran_to_feed_end_ && s.feeds_since_value_ == 1 && at == s.feed_base_;
-        if (!adjacent) return -1;
-    }
-    s.value_end_ = at + length;
-    s.value_ran_to_feed_end_ = s.value_end_ == s.feed_end_;
-    s.feeds_since_value_ = 0;
+    // It may also report a folded part as a second piece of the same value. A value's pieces are
+    // adjacent, in one feed or across feeds, so anything else is a fold, however the reads cut it.
+    if (s.last_field_ == Field::value && at != s.value_next_) return -1;
+    s.value_next_ = at + length;
     auto& spans = s.spans_;
     // A value starts right after a name; llhttp 8 reports ": v" as an empty name.
     if (s.last_field_ != Field::value && (s.last_field_ != Field::name || spans.back().name.size == 0)) return -1;

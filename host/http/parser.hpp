@@ -141,10 +141,8 @@ private:
     bool borrowed_ = true;
     Field last_field_ = Field::none;
     const char* message_start_ = nullptr;
-    const char* value_end_ = nullptr;  // end of the last header-value piece seen in this feed
-    const char* feed_end_ = nullptr;   // end of the bytes of this feed
-    bool value_ran_to_feed_end_ = false;   // the last header-value piece ended its feed's bytes
-    std::uint32_t feeds_since_value_ = 0;  // feeds begun since that piece (1: this one is the next)
+    const char* value_next_ = nullptr;  // where the next piece of a header value must start
+    const char* feed_end_ = nullptr;    // end of the bytes of this feed
     std::size_t head_bytes_ = 0;
     std::size_t consumed_ = 0;
     Span target_;
