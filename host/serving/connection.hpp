@@ -1,189 +1,58 @@
-// One client connection: read -> parse -> route -> write, keep-alive and
-// pipelining (responses leave in request order, a whole read's worth in one
-// write), timeouts via the loop's tick.
+// One client connection: a transport carrying a protocol session. This is what the loop keeps
+// in its ConnectionList and asks to start, tick, drain and close, whatever the connection
+// speaks; each protocol (HTTP/1 now) is a class derived from it, the sibling of the others.
 //
-// Reads: a recv into a buffer lent by the loop, only once the socket is readable;
-// between requests a connection waits in the loop's level-triggered set (ReadWatch)
-// and holds no buffer. One that has read nothing for a second (seen at the loop's once-a-second
-// tick) is parked: it also gives back its Work, the parser and the output queue. A parked
-// connection is about 200 bytes, and the Asio socket is made
-// only for one that ever has to wait through the reactor. Parking, the tick's timeouts, the
-// drain and lingering: connection_idle.cpp.
-//
-// Answers that come later (a deferred reply, a blocking handler's call): the connection
-// waits for them in request order. Parsing stops after such a request; what follows it is
-// kept unparsed, the request itself was copied for the call, and the socket is only watched
-// for the client going away (connection_later.cpp). A streamed reply is such an answer
-// whose bytes are sent as they come, until it ends (connection_stream.cpp).
-//
-// Lifetime: shared_ptr. Every pending async operation holds `self`, and so does the
-// loop's ReadWatch from the first wait until close(); the object dies when none does.
-// The loop's ConnectionList only points at it.
+// Lifetime: shared_ptr. Every wait of its transport holds it (TransportUser::share), and so
+// does every pending async operation of its session; it dies when none does. The loop's
+// ConnectionList only points at it.
 #pragma once
 
-#include "http/parser.hpp"
-#include "http/status.hpp"
-#include "routing/handler_call.hpp"
+#include "routing/exchange.hpp"
 #include "serving/connection_list.hpp"
-#include "serving/output_queue.hpp"
-#include "serving/pending_call.hpp"
-#include "serving/read_watch.hpp"
+#include "serving/transport/transport.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
 namespace cspd {
 
 struct LoopContext;
-class Connection final : public std::enable_shared_from_this<Connection>,
-                         private RequestSink,
-                         private LaterAnswers,
-                         private PendingWaiter,
-                         private ReadWatch::Reader {
-public:
-    /// Takes ownership of `fd`, a non-blocking accepted socket. It joins the loop's reactor only
-    /// when it first has to wait: a request that is already there is answered without that.
-    /// `lane`: the budget that let it in (the loop counts each; see LoopContext::open_in_lane).
-    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane = Lane::public_port);
-    ~Connection();
 
-    void start();
-    /// The size of the block a connection takes from LoopContext::work_blocks while it is busy.
-    static std::size_t work_bytes();
-    /// Loop is draining: close now if idle, else after the response in progress.
-    void on_drain();
-    /// Once a second, with coarse_now_ms(): enforce timeouts, park idle connections.
-    void on_tick(std::uint32_t now);
-    /// Closes the socket; pending operations complete with operation_aborted. An answer still
-    /// owed is dropped (its handler is told the client went away).
-    void close();
+class Connection : public TransportUser, public std::enable_shared_from_this<Connection> {
+public:
+    /// Takes ownership of `fd`, a non-blocking accepted socket, and joins the loop's list.
+    /// `lane`: the budget that let it in (the loop counts each; see LoopContext::open_in_lane).
+    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept;
+    virtual ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    /// Begins: reads what has come with the connection, or waits for it.
+    virtual void start() = 0;
+    /// Once a second, with coarse_now_ms(): enforce timeouts, give back what an idle one holds.
+    virtual void on_tick(std::uint32_t now) = 0;
+    /// Loop is draining: close now if idle, else after the answer in progress.
+    virtual void on_drain() = 0;
     /// The server stops soon: a handler still owing this connection an answer is told.
-    void warn_draining();
+    virtual void warn_draining() = 0;
+    /// Closes the transport; an answer still owed is dropped (its handler told the client went away).
+    virtual void close() = 0;
+
+    std::shared_ptr<TransportUser> share() final;
 
     Connection* prev = nullptr;  // ConnectionList's links
-
     Connection* next = nullptr;
 
-private:
-    enum class State : std::uint8_t {
-        reading,    ///< waiting for readability (in the loop's ReadWatch), or reading now
-        parked,     ///< the same, after a second with nothing read: its Work given back too
-        writing,    ///< output waits for the socket to drain
-        lingering,  ///< final response sent, reading and discarding until EOF
-        waiting,    ///< for an answer that comes later; the socket is watched for the client leaving
-        closed,
-    };
-
-    SinkAction on_request(const HttpRequest& request) override;
-    void on_continue_expected() override;
-    PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
-    bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
-    /// The answer came (on the loop): send it and go on with what was read behind it.
-    void answered(PendingCall& pending, std::optional<int> returned) override;
-    /// A stream's bytes wait: send them (or queue them behind a write that waits).
-    void stream_output(PendingCall& pending) override;
-    std::shared_ptr<PendingWaiter> as_waiter();
-    /// The stream ended: its last bytes go, then what was read behind it.
-    void stream_ended(PendingCall& pending, std::optional<int> returned);
-    /// A HEAD request's stream sent its head: the exchange ends, its handler is told no body is read.
-    void end_after_head(PendingCall& pending);
-    /// A stream's exchange is over (`cut_short`: without its end): counted, owed no more (its
-    /// handler told `abort_reason`, if any), and the connection closes after it when it must.
-    void stream_done(PendingCall& pending, bool cut_short, int abort_reason = 0);
-    /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
-    /// (CSP_ABORT_*), and the connection closes.
-    void cut_stream(const char* why, int reason);
-    /// Sends `bytes` now, or queues them behind a write that waits for the socket.
-    void send_or_queue(std::string&& bytes);
-    /// Waits for the answer, watching the socket for the client leaving.
-    void wait_for_answer();
-    void on_readable_while_waiting();
-    /// The answer is overdue: 504, and the connection closes after it.
-    void give_up_waiting(const char* why);
-    /// An answer is owed from now on (counted for /metrics), or no longer.
-    void owe(std::shared_ptr<PendingCall> pending);
-    void owe_nothing();
-
-    void read_now();
-    /// Waits for readability without a read first, then read_now().
-    void wait_readable();
-    void on_readable() override;
-    bool ensure_registered();
-    void park();
-    /// True when the body in progress came slower than --min-body-rate over the last window.
-    bool body_too_slow(std::uint32_t now);
-    /// 408, then close: the client sends its body too slowly to keep its place.
-    void refuse_slow_body();
-    void process(std::string_view input);
-    void on_parse_failure(HttpParser::Status status);
-    bool ensure_buffer();
-    /// Makes the Work a parked connection gave back; false (closed) if there is no memory.
-    bool ensure_work();
-    void send_output();
-    void flush();
-    /// After a write: wait for room, go on, or close; false if the connection closed.
-    bool after_write(OutputQueue::Written written);
-    void wait_writable();
-    /// All output written: go on reading, or close.
-    void resume();
-    void linger();
-    void on_linger_readable();
-    void release_buffer();
-    std::size_t pending_output() const;
-    bool mid_request() const { return work_ && work_->parser.mid_request(); }
-    bool idle() const {
-        return (state_ == State::reading || state_ == State::parked) && pending_output() == 0 && !mid_request() &&
-               (!work_ || work_->pending_input.empty()) && !waiting_;
-    }
-
-    // What a connection needs only while it serves requests, in a block of the loop's
-    // BlockPool. Parking frees it, and the next read makes it again.
-    struct Work {
-        explicit Work(const ParseLimits& limits) : parser(limits) {}
-        HttpParser parser;
-        std::string pending_input;            // bytes read but not parsed yet (after a pause)
-        std::unique_ptr<std::string> replay;  // pending_input being parsed: requests may point into it
-        OutputQueue queued;                   // what the socket has not taken yet (usually nothing)
-        // The request body's rate (--min-body-rate): what had come when the current window began.
-        std::uint32_t body_window_ms = 0;
-        std::size_t body_window_bytes = 0;
-        bool body_window_open = false;
-    };
-    struct ReleaseWork {
-        void operator()(Work* work) const noexcept;
-    };
-    // The io_context's own executor type: 8 bytes where any_io_executor takes 48.
-    using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+protected:
+    ClientInfo client() const { return ClientInfo{address_, port_, lane_}; }
 
     LoopContext& loop_;
-    int fd_;
-    bool ipv6_;
-    std::unique_ptr<Socket> socket_;  // made, and owning fd_, once the reactor must watch it
-    std::unique_ptr<Work, ReleaseWork> work_;  // null while parked
-    char* buffer_ = nullptr;          // lent by the loop while reading
-    std::shared_ptr<PendingCall> waiting_;  // the answer that comes later, for the last request parsed
-    State state_ = State::reading;
-    bool closing_ = false;          // close once output is written
-    bool linger_on_close_ = false;  // unread input may follow: drain before closing
-    bool close_after_answer_ = false;  // the request waited for asked to close
-    bool read_watch_armed_ = false;    // an async_wait for readability serves wait_for_answer
-    // The last recv, in this loop pass, took less than a buffer: the socket had nothing more, so
-    // with edge-triggered epoll any later bytes bring a new event (resume() waits for it).
-    bool drained_ = false;
-    // coarse_now_ms() timestamps for the timeouts in on_tick.
-    std::uint32_t last_request_ = 0;     // last complete request (keep-alive idle timeout)
-    std::uint32_t last_read_ = 0;        // last bytes in (parking, stalled bodies)
-    std::uint32_t last_write_ = 0;       // last bytes out, or when lingering began
-    std::uint32_t request_started_ = 0;  // first bytes of the current request (header timeout)
-    std::uint32_t waiting_since_ = 0;    // when the answer began to be owed
-    char address_[46] = {};              // INET6_ADDRSTRLEN
+    Transport transport_;
+    char address_[46] = {};  // the peer's, as text (INET6_ADDRSTRLEN)
     unsigned short port_ = 0;
-    Lane lane_ = Lane::public_port;
+    Lane lane_;
 };
 
 template <class Visit>

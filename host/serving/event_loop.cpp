@@ -3,7 +3,7 @@
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
-#include "serving/connection.hpp"
+#include "serving/protocols/http1_session.hpp"
 #include "serving/loop_inbox.hpp"
 #include "stats/shared_stats.hpp"
 
@@ -31,7 +31,7 @@ constexpr std::size_t kProbeReserve = 8;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
-      work_blocks_(Connection::work_bytes()), router_(handlers_, www, date_, options.routing, &context_.draining),
+      work_blocks_(Http1Session::work_bytes()), router_(handlers_, www, date_, options.routing, &context_.draining),
       context_{.io = io_,
                .limits = options.connection,
                .router = router_,
@@ -148,7 +148,7 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, bool status_port) {
     if (*lane == Lane::probe_reserve) say_overloaded();  // answered 503 unless it is a probe
     std::shared_ptr<Connection> connection;
     try {
-        connection = std::make_shared<Connection>(context_, fd, peer, *lane);
+        connection = std::make_shared<Http1Session>(context_, fd, peer, *lane);
     } catch (const std::bad_alloc&) {
         // Runs in a completion handler: nothing may leave it, or the loop (and the worker) ends.
         spdlog::error("loop {}: out of memory for a new connection; closing it", index_);

@@ -46,9 +46,9 @@ struct LoopContext {
     Router& router;
     DateCache& date;
     BufferPool& buffers;
-    BlockPool& work_blocks;  ///< for Connection::Work, see Connection::work_bytes()
+    BlockPool& work_blocks;  ///< for Http1Session::Work, see Http1Session::work_bytes()
     ConnectionList& connections;
-    ReadWatch& reads;  ///< connections waiting for their next request
+    ReadWatch& reads;  ///< connections waiting to read (their transports' one way to wait)
     std::shared_ptr<LoopInbox> inbox{};  ///< onto this loop's thread, from any thread
     BlockingPool* blocking = nullptr;  ///< the worker's pool for blocking handlers
     LoopSlot* slot = nullptr;          ///< this loop's shared counters, if any

@@ -22,7 +22,7 @@ int make_set() {
 }
 }  // namespace
 
-ReadWatch::ReadWatch(boost::asio::io_context& io) : set_(io, make_set()) {
+ReadWatch::ReadWatch(boost::asio::io_context& io) : io_(io), set_(io, make_set()) {
     retired_.reserve(kBatch);  // a batch's forgets fit without allocating
 }
 

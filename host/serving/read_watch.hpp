@@ -44,6 +44,8 @@ public:
     void forget(int fd);
     /// No more calls: what is still held is let go (the loop is ending).
     void clear();
+    /// The loop's reactor, for waits this set does not take (room to write).
+    boost::asio::io_context& io() { return io_; }
 
 private:
     struct Entry {
@@ -57,6 +59,7 @@ private:
     /// Lets `reader` go now, or after the dispatch in progress.
     void let_go(std::shared_ptr<Reader>&& reader) noexcept;
 
+    boost::asio::io_context& io_;
     boost::asio::posix::stream_descriptor set_;
     std::vector<Entry> entries_;  // by descriptor
     std::size_t in_set_ = 0;      // while zero the set is not waited on: a drained loop can end

@@ -1,8 +1,8 @@
-// How a connection waits for answers that come later (see connection.hpp): it takes over
-// a deferred or blocking handler's call as its LaterAnswers, stops parsing behind it, keeps
-// watching the socket for the client leaving, gives up with 504 when the answer is overdue,
-// and sends the answer, in request order, when it comes.
-#include "serving/connection.hpp"
+// How an HTTP/1 session waits for answers that come later (see http1_session.hpp): it takes
+// over a deferred or blocking handler's call as its LaterAnswers, stops parsing behind it,
+// keeps reading the transport for the client leaving, gives up with 504 when the answer is
+// overdue, and sends the answer, in request order, when it comes.
+#include "serving/protocols/http1_session.hpp"
 
 #include "common/clocks.hpp"
 
@@ -13,28 +13,21 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 
 namespace cspd {
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
 namespace {
 // While an answer is owed, what the client pipelines behind it is kept unparsed up to this;
 // past it the socket is left unread (TCP holds the client back) until the answer is sent.
 constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
-std::shared_ptr<PendingWaiter> Connection::as_waiter() {
+std::shared_ptr<PendingWaiter> Http1Session::as_waiter() {
     // The base is private: only this class may hand itself out as a waiter (aliasing: same owner).
-    std::shared_ptr<Connection> self = shared_from_this();
-    return std::shared_ptr<PendingWaiter>(self, static_cast<PendingWaiter*>(this));
+    return std::shared_ptr<PendingWaiter>(shared_from_this(), static_cast<PendingWaiter*>(this));
 }
 
-PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     std::shared_ptr<PendingCall> pending;
     try {
         call->view.keep();  // the request must outlive this connection's buffers
@@ -50,7 +43,7 @@ PendingReply* Connection::adopt(std::unique_ptr<CallState>& call, const Response
     }
 }
 
-bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!loop_.blocking) return false;
     std::shared_ptr<PendingCall> pending;
     try {
@@ -73,7 +66,7 @@ bool Connection::run_blocking(std::unique_ptr<CallState>& call, const ResponseFr
     }
 }
 
-void Connection::answered(PendingCall& pending, std::optional<int> returned) {
+void Http1Session::answered(PendingCall& pending, std::optional<int> returned) {
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     if (pending.streaming()) {
         stream_ended(pending, returned);
@@ -102,48 +95,34 @@ void Connection::answered(PendingCall& pending, std::optional<int> returned) {
     send_output();
 }
 
-void Connection::wait_for_answer() {
-    if (state_ == State::waiting || !ensure_registered()) return;
+void Http1Session::wait_for_answer() {
+    if (state_ == State::waiting) return;
     state_ = State::waiting;
     drained_ = false;  // the answer comes in a later pass
     // The request was copied when its answer was deferred: an idle wait holds no read buffer.
     release_buffer();
     work_->parser.release_memory();
-    if (work_->pending_input.size() >= kMaxInputWhileWaiting || read_watch_armed_) return;
-    read_watch_armed_ = true;
-    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        self->read_watch_armed_ = false;
-        if (!ec) self->on_readable_while_waiting();
-    });
+    if (work_->pending_input.size() < kMaxInputWhileWaiting && !transport_.wait_readable(*this)) close();
 }
 
-void Connection::on_readable_while_waiting() {
-    // Answered meanwhile, the reading goes on elsewhere. A stream's writes that wait for the
-    // socket (State::writing) still want to hear of the client leaving.
-    if (!waiting_ || state_ == State::closed || state_ == State::lingering) return;
+void Http1Session::read_while_waiting() {
     char chunk[4096];
     for (;;) {
         const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - work_->pending_input.size());
-        if (room == 0) return;  // full: leave the rest in the socket until the answer is out
-        const ssize_t n = ::recv(fd_, chunk, room, MSG_DONTWAIT);
-        if (n > 0) {
-            work_->pending_input.append(chunk, static_cast<std::size_t>(n));
-            last_read_ = coarse_now_ms();
-            continue;
+        if (room == 0) return;  // full: leave the rest unread until the answer is out
+        const Transport::Moved got = transport_.read(chunk, room);
+        if (got.io == Transport::Io::would_block) break;
+        if (got.io != Transport::Io::done) {
+            close();  // EOF or reset: the client is gone, and the answer with it
+            return;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        close();  // EOF or reset: the client is gone, and the answer with it
-        return;
+        work_->pending_input.append(chunk, got.bytes);
+        last_read_ = coarse_now_ms();
     }
-    read_watch_armed_ = true;
-    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        self->read_watch_armed_ = false;
-        if (!ec) self->on_readable_while_waiting();
-    });
+    if (!transport_.wait_readable(*this)) close();
 }
 
-void Connection::give_up_waiting(const char* why) {
+void Http1Session::give_up_waiting(const char* why) {
     const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
     spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
                  port_);
@@ -157,7 +136,7 @@ void Connection::give_up_waiting(const char* why) {
     send_output();
 }
 
-void Connection::owe(std::shared_ptr<PendingCall> pending) {
+void Http1Session::owe(std::shared_ptr<PendingCall> pending) {
     if (waiting_) {  // parsing stops behind an owed answer: a second one is a bug, not a client's doing
         spdlog::error("client {}:{}: a second answer owed while one is; dropping the first", address_, port_);
         waiting_->drop(CSP_ABORT_CLIENT_GONE);
@@ -167,13 +146,13 @@ void Connection::owe(std::shared_ptr<PendingCall> pending) {
     if (loop_.slot) bump(loop_.slot->replies_owed);
 }
 
-void Connection::owe_nothing() {
+void Http1Session::owe_nothing() {
     if (!waiting_) return;
     waiting_.reset();
     if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
 }
 
-void Connection::warn_draining() {
+void Http1Session::warn_draining() {
     if (waiting_) waiting_->warn_draining();
 }
 

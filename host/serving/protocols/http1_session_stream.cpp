@@ -1,8 +1,8 @@
-// How a connection sends a streamed reply (see connection.hpp): the stream is the answer it
-// waits for, but its bytes go out as they come, through the same output queue, so answers stay
-// in order and a socket that is full holds the writer back (StreamOutbox). When the stream ends
-// the connection goes on with what was pipelined behind it, as after any answer.
-#include "serving/connection.hpp"
+// How an HTTP/1 session sends a streamed reply (see http1_session.hpp): the stream is the
+// answer it waits for, but its bytes go out as they come, through the same output queue, so
+// answers stay in order and a transport that is full holds the writer back (StreamOutbox). When
+// the stream ends the session goes on with what was pipelined behind it, as after any answer.
+#include "serving/protocols/http1_session.hpp"
 
 #include "common/clocks.hpp"
 
@@ -13,7 +13,7 @@
 
 namespace cspd {
 
-void Connection::stream_output(PendingCall& pending) {
+void Http1Session::stream_output(PendingCall& pending) {
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     if (pending.cut()) {
         cut_stream("the handler ignored back-pressure", CSP_ABORT_CLIENT_GONE);
@@ -27,13 +27,13 @@ void Connection::stream_output(PendingCall& pending) {
     send_or_queue(std::move(bytes));
 }
 
-void Connection::end_after_head(PendingCall& pending) {
+void Http1Session::end_after_head(PendingCall& pending) {
     // Its writes now fail; a handler of 2.3 or later also hears why.
     const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
     stream_done(pending, false, version && version->minor() >= 3 ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
 }
 
-void Connection::stream_ended(PendingCall& pending, std::optional<int> returned) {
+void Http1Session::stream_ended(PendingCall& pending, std::optional<int> returned) {
     const bool clean = returned && *returned < 400;
     std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
     if (!clean) {
@@ -44,7 +44,7 @@ void Connection::stream_ended(PendingCall& pending, std::optional<int> returned)
     send_or_queue(std::move(rest));
 }
 
-void Connection::stream_done(PendingCall& pending, bool cut_short, int abort_reason) {
+void Http1Session::stream_done(PendingCall& pending, bool cut_short, int abort_reason) {
     const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
     const int status = pending.stream_status();
     if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
@@ -61,7 +61,7 @@ void Connection::stream_done(PendingCall& pending, bool cut_short, int abort_rea
     }
 }
 
-void Connection::send_or_queue(std::string&& bytes) {
+void Http1Session::send_or_queue(std::string&& bytes) {
     if (state_ == State::writing) {
         // Earlier bytes still wait for the socket: these queue behind them, and the write that
         // waits goes on from there.
@@ -69,10 +69,10 @@ void Connection::send_or_queue(std::string&& bytes) {
         if (waiting_ && waiting_->streaming()) waiting_->stream_room(work_->queued.size());
         return;
     }
-    if (after_write(work_->queued.send_owned(fd_, std::move(bytes)))) resume();
+    if (after_write(work_->queued.send_owned(transport_, std::move(bytes)))) resume();
 }
 
-void Connection::cut_stream(const char* why, int reason) {
+void Http1Session::cut_stream(const char* why, int reason) {
     const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
     spdlog::warn("handler {}: {}; stream to {}:{} cut", version ? version->describe() : "?", why, address_, port_);
     waiting_->drop(reason);

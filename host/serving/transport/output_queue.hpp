@@ -1,11 +1,11 @@
-// What a connection has yet to write, in order: bytes the socket did not take, and
-// static files sent with sendfile from where they are. Usually empty: responses go out
-// with one send straight from the loop's output buffer, and only what the socket does
-// not take is queued here. No I/O but on the descriptor it is given, so it can be
-// tested over a socketpair.
+// What a connection has yet to write, in order: bytes the transport did not take, and
+// static files sent from where they are. Usually empty: responses go out with one write
+// straight from the loop's output buffer, and only what the transport does not take is
+// queued here. No I/O but through the transport it is given.
 #pragma once
 
 #include "routing/static_files.hpp"
+#include "serving/transport/transport.hpp"
 
 #include <cstddef>
 #include <string>
@@ -31,18 +31,18 @@ public:
     /// Bytes waiting, files included.
     std::size_t size() const { return waiting_; }
 
-    /// Sends `bytes` to `fd` at once if nothing waits, and queues what the socket does not take;
+    /// Writes `bytes` at once if nothing waits, and queues what the transport does not take;
     /// behind what waits otherwise.
-    Written send(int fd, std::string_view bytes);
-    /// The same for bytes it may keep: what the socket does not take is moved in, not copied.
-    Written send_owned(int fd, std::string&& bytes);
+    Written send(Transport& transport, std::string_view bytes);
+    /// The same for bytes it may keep: what the transport does not take is moved in, not copied.
+    Written send_owned(Transport& transport, std::string&& bytes);
     /// Queues `bytes` behind what waits, without writing.
     void append(std::string_view bytes);
     void append_owned(std::string&& bytes);
     /// Queues `head`, then the bytes of `file`, behind what waits.
     void append_file(std::string_view head, StaticFiles::File file);
     /// Writes what it can without blocking.
-    Written write_to(int fd);
+    Written write_to(Transport& transport);
 
 private:
     struct Item {

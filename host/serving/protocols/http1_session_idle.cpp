@@ -1,7 +1,7 @@
-// How a connection spends the time it is not parsing or sending (see connection.hpp): the
-// Work it takes from the loop's BlockPool and gives back when it parks, the timeouts the
+// How an HTTP/1 session spends the time it is not parsing or sending (see http1_session.hpp):
+// the Work it takes from the loop's BlockPool and gives back when it parks, the timeouts the
 // loop's tick enforces, the drain, and lingering after a final response.
-#include "serving/connection.hpp"
+#include "serving/protocols/http1_session.hpp"
 
 #include "common/clocks.hpp"
 
@@ -11,17 +11,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <new>
 
 namespace cspd {
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
 namespace {
 // A client that stops reading our response is dropped after this.
 constexpr std::uint32_t kWriteTimeoutS = 30;
@@ -31,21 +24,22 @@ constexpr std::uint32_t kLingerS = 2;
 }  // namespace
 
 // What an idle keep-alive connection costs, with its shared_ptr's count and its ReadWatch entry:
-// bench.py measures about 350 bytes of RSS each (nginx: about 500).
-static_assert(sizeof(Connection) <= 256, "a parked connection should stay this small: move what only a busy one needs into Work");
+// bench.py measures about 350 bytes of RSS each (nginx: about 500). With make_shared's 16 bytes,
+// 200 is the most that fits glibc's 224-byte chunk.
+static_assert(sizeof(Http1Session) <= 200, "a parked connection should stay this small: move what only a busy one needs into Work");
 
-std::size_t Connection::work_bytes() {
+std::size_t Http1Session::work_bytes() {
     static_assert(alignof(Work) <= alignof(std::max_align_t), "BlockPool's blocks are aligned for this");
     static_assert(sizeof(Work) <= BlockPool::kSlabBytes / 64, "many Works to a slab");
     return sizeof(Work);
 }
 
-void Connection::ReleaseWork::operator()(Work* work) const noexcept {
+void Http1Session::ReleaseWork::operator()(Work* work) const noexcept {
     work->~Work();
     BlockPool::release(work);
 }
 
-bool Connection::ensure_work() {
+bool Http1Session::ensure_work() {
     if (work_) return true;
     if (void* block = loop_.work_blocks.allocate()) {
         const ConnectionLimits& limits = loop_.limits;
@@ -59,7 +53,7 @@ bool Connection::ensure_work() {
     return false;
 }
 
-void Connection::park() {
+void Http1Session::park() {
     // Nothing read for a second: what a busy connection keeps for its requests goes back. It
     // still waits for readability as before.
     if (!idle()) return;
@@ -68,47 +62,34 @@ void Connection::park() {
     state_ = State::parked;
 }
 
-void Connection::linger() {
+void Http1Session::linger() {
     release_buffer();
     if (!linger_on_close_) {
         // Nothing unread is expected from the client: close at once, as nginx does.
         close();
         return;
     }
-    if (::shutdown(fd_, SHUT_WR) != 0 || !ensure_registered()) {
+    if (!transport_.shutdown_write()) {
         close();
         return;
     }
     state_ = State::lingering;
     last_write_ = coarse_now_ms();
-    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec2) {
-        if (!ec2) self->on_linger_readable();
-    });
+    if (!transport_.wait_readable(*this)) close();
 }
 
-void Connection::on_linger_readable() {
-    char discard[4096];
-    for (;;) {
-        ssize_t n = ::recv(fd_, discard, sizeof discard, MSG_DONTWAIT);
-        if (n > 0) continue;
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        close();  // EOF: the client has seen our close; or an error
-        return;
-    }
-    socket_->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) self->on_linger_readable();
-    });
+void Http1Session::on_linger_readable() {
+    // EOF: the client has seen our close; or an error. Either ends the lingering.
+    if (transport_.discard_input() != Transport::Io::would_block || !transport_.wait_readable(*this)) close();
 }
 
-void Connection::on_drain() {
+void Http1Session::on_drain() {
     // A request that has already reached the socket was sent to a server that looked open:
     // answer it (with Connection: close) rather than drop it. Only a truly idle connection closes now.
-    int unread = 0;
-    if (idle() && (::ioctl(fd_, FIONREAD, &unread) != 0 || unread == 0)) close();
+    if (idle() && transport_.unread_bytes() == 0) close();
 }
 
-bool Connection::body_too_slow(std::uint32_t now) {
+bool Http1Session::body_too_slow(std::uint32_t now) {
     Work& work = *work_;
     const std::size_t bytes = work.parser.body_bytes();
     if (!work.body_window_open) {
@@ -125,7 +106,7 @@ bool Connection::body_too_slow(std::uint32_t now) {
     return slow;
 }
 
-void Connection::refuse_slow_body() {
+void Http1Session::refuse_slow_body() {
     spdlog::info("client {}:{}: request body arriving slower than --min-body-rate {} B/s; answered 408", address_,
                  port_, loop_.limits.min_body_rate);
     append_error(loop_.output, HttpStatus::request_timeout, loop_.date.now(), false, false);
@@ -134,7 +115,7 @@ void Connection::refuse_slow_body() {
     send_output();  // may close, and so free, this connection: nothing follows
 }
 
-void Connection::on_tick(std::uint32_t now) {
+void Http1Session::on_tick(std::uint32_t now) {
     // Every timestamp is a coarse_now_ms() reading: a timeout never fires early, and at most a
     // tick late.
     const ConnectionLimits& config = loop_.limits;
@@ -150,7 +131,7 @@ void Connection::on_tick(std::uint32_t now) {
             if (passed(last_read_, config.header_timeout_s)) close();  // the body stalled
             else if (config.min_body_rate && body_too_slow(now)) refuse_slow_body();
         } else if (mid_request()) {
-            if (passed(request_started_, config.header_timeout_s)) close();  // slow headers
+            if (passed(work_->request_started, config.header_timeout_s)) close();  // slow headers
         } else if (passed(coarse_later(last_request_, last_write_), config.keepalive_timeout_s)) {
             // Idle since the last request or the end of its response, whichever came later.
             close();
@@ -164,20 +145,22 @@ void Connection::on_tick(std::uint32_t now) {
     case State::lingering:
         if (passed(last_write_, kLingerS)) close();
         break;
-    case State::waiting:
+    case State::waiting: {
+        std::uint32_t& since = work_->waiting_since;
         if (waiting_->streaming()) {
             // The head is out: no 504 any more. A stream that says nothing for so long is cut.
             // Its last sign of life is kept fresh here, so a stream may live past the stamps' wrap.
-            waiting_since_ = coarse_later(last_write_, waiting_since_);
-            if (config.pending_timeout_s > 0 && passed(waiting_since_, config.pending_timeout_s))
+            since = coarse_later(last_write_, since);
+            if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s))
                 cut_stream("stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
         } else if (waiting_->blocking()) {
-            if (config.handler_timeout_s > 0 && passed(waiting_since_, config.handler_timeout_s))
+            if (config.handler_timeout_s > 0 && passed(since, config.handler_timeout_s))
                 give_up_waiting("blocking call ran longer than --handler-timeout");
-        } else if (config.pending_timeout_s > 0 && passed(waiting_since_, config.pending_timeout_s)) {
+        } else if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s)) {
             give_up_waiting("deferred reply not finished within --pending-timeout");
         }
         break;
+    }
     case State::closed: break;
     }
 }
