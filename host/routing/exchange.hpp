@@ -8,6 +8,7 @@
 #include "http/request.hpp"
 #include "http/response.hpp"
 #include "http/status.hpp"
+#include "routing/handler_answer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -53,6 +54,10 @@ public:
     HttpStatus error(HttpStatus status);
     /// 405 with `Allow: GET, HEAD`.
     HttpStatus method_not_allowed();
+    /// How a handler's answer to this exchange is framed.
+    ResponseFrame frame() const {
+        return {keep_alive && !close_after, http10, request.head, !request_id_header.empty()};
+    }
 
     std::string& out() { return out_; }
     DateCache& date() { return date_; }

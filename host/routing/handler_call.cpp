@@ -114,8 +114,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
                    {exchange.path, path_info, query, exchange.client.address, exchange.client.port, handler.state(),
                     &handler, exchange.id},
                    handler.abi());
-    const ResponseFrame frame{exchange.keep_alive && !exchange.close_after, exchange.http10, request.head,
-                              !exchange.request_id_header.empty()};
+    const ResponseFrame frame = exchange.frame();
     if (handler.blocking() && later) {
         call.version = entry.version;
         if (later->run_blocking(current_, frame)) return CallOutcome::later;
@@ -169,31 +168,8 @@ CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, c
             spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), *returned);
         return failed(call, frame, date, out);
     }
-    HttpStatus sent = *status;
-    if (sent == HttpStatus::ok) {
-        // The handler gave validators: conditional requests are answered here, as for static files.
-        switch (handler_precondition(call.view.request(), call.reply.extra_headers())) {
-        case Precondition::proceed: break;
-        case Precondition::not_modified: sent = HttpStatus::not_modified; break;
-        case Precondition::failed:
-            if (call.stats) bump(call.stats->requests[status_class(412)]);
-            append_error(out, HttpStatus::precondition_failed, date.now(), frame.keep_alive, frame.http10,
-                         frame.head_only, frame.request_id_header ? call.view.request_id() : std::string_view{});
-            return {*status, HttpStatus::precondition_failed};
-        }
-    }
-    if (call.stats) bump(call.stats->requests[status_class(code(sent))]);
-    ResponseHead head;
-    head.status = sent;
-    head.content_type = call.reply.content_type();
-    head.extra_headers = call.reply.extra_headers();
-    head.date = date.now();
-    if (frame.request_id_header) head.request_id = call.view.request_id();
-    head.keep_alive = frame.keep_alive;
-    head.http10 = frame.http10;
-    head.head_only = frame.head_only;
-    append_response(out, head, call.reply.body());
-    return {*status, sent};
+    const HandlerAnswer answer{*status, call.reply.content_type(), call.reply.extra_headers(), call.reply.body()};
+    return send_handler_answer(answer, call.view.request(), frame, call.view.request_id(), call.stats, date, out);
 }
 
 std::optional<int> HandlerCall::run_blocking_call(CallState& call) {

@@ -11,6 +11,7 @@
 #include "handler/sdk_bridge.hpp"
 #include "handler/table.hpp"
 #include "routing/exchange.hpp"
+#include "routing/handler_answer.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -32,14 +33,6 @@ struct CallState {
     std::uint64_t elapsed_ns = 0;                   ///< a blocking call's time, measured on its thread
 };
 
-/// How an answer that comes later is framed, decided when the request was routed.
-struct ResponseFrame {
-    bool keep_alive = true;
-    bool http10 = false;
-    bool head_only = false;
-    bool request_id_header = false;  ///< the response says X-Request-Id
-};
-
 /// The connection's side of answers that come later (serving/ implements it).
 class LaterAnswers {
 public:
@@ -55,14 +48,6 @@ protected:
 
 /// What came of a call.
 enum class CallOutcome { answered, later, pool_full };
-
-/// An answered call's two statuses: what its handler returned (the resource's answer, which a
-/// reply cache may keep) and what was sent (the same, or a 304 or 412 the host answered for it,
-/// or 500 for a call that failed).
-struct CallStatus {
-    HttpStatus returned = HttpStatus::ok;
-    HttpStatus sent = HttpStatus::ok;
-};
 
 class HandlerCall {
 public:

@@ -152,16 +152,10 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     if (cacheable && cache_.in_use())
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
-            HttpStatus status = hit->status;
-            if (status == HttpStatus::ok) {
-                const Precondition precondition = handler_precondition(request, hit->extra_headers);
-                if (precondition == Precondition::failed) return exchange.error(HttpStatus::precondition_failed);
-                if (precondition == Precondition::not_modified) status = HttpStatus::not_modified;
-            }
-            if (handler->stats) bump(handler->stats->requests[status_class(code(status))]);
-            ResponseHead head = exchange.head(status, hit->content_type);
-            head.extra_headers = hit->extra_headers;
-            return exchange.send(head, hit->body);
+            const HandlerAnswer answer{hit->status, hit->content_type, hit->extra_headers, hit->body};
+            return send_handler_answer(answer, request, exchange.frame(), exchange.request_id_header, handler->stats,
+                                       exchange.date(), exchange.out())
+                .sent;
         }
     CallStatus status;
     switch (call_.run(*handler, exchange, path_info, query, exchange.later, status)) {

@@ -205,5 +205,30 @@ TEST(HandlerValidators, AnAnswerTheHostMadeIsNeitherCachedAsTheHandlersNorCounte
     EXPECT_EQ(three_xx(), before + 1);
 }
 
+TEST(HandlerValidators, ACachedAnswerIsCountedForItsHandlerAsACallsAnswerIs) {
+    TestServer server({"--workers", "1"}, false);
+    std::filesystem::copy_file(test_handler("toolkit.so"), server.handlers() / "toolkit.so");
+    server.start();
+    const auto get = [&](const std::string& headers) {
+        HttpClient client(server.port());
+        client.send("GET /csp/toolkit/etag?tag=v1&cache=60 HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n");
+        return client.read_response().value_or(HttpResponse{}).status;
+    };
+    const auto handler_count = [&](const char* code) {
+        const auto metrics = fetch(server.port(), "/metrics");
+        const std::string key = std::string("cspd_handler_requests_total{handler=\"toolkit\",code=\"") + code + "\"} ";
+        const auto at = metrics ? metrics->body.find(key) : std::string::npos;
+        return at == std::string::npos ? 0.0 : std::stod(metrics->body.substr(at + key.size()));
+    };
+    ASSERT_EQ(get(""), 200);  // the call; its 200 is kept
+    // From the cache: a 412, a 304 and a 200, each counted as the handler's, as a call's would be.
+    EXPECT_EQ(get("If-Match: \"v0\"\r\n"), 412);
+    EXPECT_EQ(get("If-None-Match: \"v1\"\r\n"), 304);
+    EXPECT_EQ(get(""), 200);
+    EXPECT_EQ(handler_count("4xx"), 1);
+    EXPECT_EQ(handler_count("3xx"), 1);
+    EXPECT_EQ(handler_count("2xx"), 2);
+}
+
 }  // namespace
 }  // namespace cspd::test

@@ -1,0 +1,48 @@
+// How a handler's answer is sent, whether its call just returned, finished later, or the
+// reply cache kept it: one path, so a conditional request gets the same 304 or 412 and the
+// handler's counters the same status, whichever way the answer came.
+#pragma once
+
+#include "http/date_cache.hpp"
+#include "http/request.hpp"
+#include "http/status.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace cspd {
+
+struct HandlerStats;
+
+/// How an answer is framed, decided when its request was routed (an answer that comes later
+/// keeps it until then).
+struct ResponseFrame {
+    bool keep_alive = true;
+    bool http10 = false;
+    bool head_only = false;
+    bool request_id_header = false;  ///< the response says X-Request-Id
+};
+
+/// An answer's two statuses: what its handler returned (the resource's answer, which a reply
+/// cache may keep) and what was sent (the same, or a 304 or 412 the host answered for it, or
+/// 500 for a call that failed).
+struct CallStatus {
+    HttpStatus returned = HttpStatus::ok;
+    HttpStatus sent = HttpStatus::ok;
+};
+
+/// What a handler answered: its status and the parts of its reply.
+struct HandlerAnswer {
+    HttpStatus status = HttpStatus::ok;
+    std::string_view content_type;
+    std::string_view extra_headers;  ///< serialized header lines ("Name: value\r\n"...)
+    std::string_view body;
+};
+
+/// Appends `answer` to `out` as the response to `request`: a 200 whose validators match the
+/// request's conditions becomes a 304 (no body) or a 412. The status sent is counted in
+/// `stats` (the handler's, or null). `request_id`: sent as X-Request-Id when the frame says so.
+CallStatus send_handler_answer(const HandlerAnswer& answer, const HttpRequest& request, const ResponseFrame& frame,
+                               std::string_view request_id, HandlerStats* stats, DateCache& date, std::string& out);
+
+}  // namespace cspd
