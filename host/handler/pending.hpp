@@ -1,7 +1,8 @@
 // The host's side of a csp_pending: a reply that a handler finishes later, from any
 // thread, after csp_reply_defer -- or streams, after csp_reply_stream (the same object then
 // also answers to a csp_stream handle). The handler layer knows only this interface; the serving
-// layer implements it (the connection that waits, the loop that runs timers and fd watches).
+// layer implements it (PendingExchange: the exchange whose answer it is, on the loop that runs
+// its timers and fd watches).
 #pragma once
 
 #include <csp/csp.h>
@@ -12,6 +13,16 @@ namespace cspd {
 
 class PendingReply {
 public:
+    /// Where a handler's csp_reply_defer goes: set on the reply, for one call, by whoever runs it.
+    class Source {
+    public:
+        /// The handler asks to finish its reply later; null if that cannot be (answer now).
+        virtual PendingReply* defer() noexcept = 0;
+
+    protected:
+        ~Source() = default;
+    };
+
     PendingReply() noexcept;
     PendingReply(const PendingReply&) = delete;
     PendingReply& operator=(const PendingReply&) = delete;
@@ -49,16 +60,6 @@ protected:
 private:
     csp_pending handle_;
     csp_stream stream_handle_;
-};
-
-/// Where a handler's csp_reply_defer goes: set on the reply, for one call, by whoever runs it.
-class DeferHook {
-public:
-    /// The handler asks to finish its reply later; null if that cannot be (answer now).
-    virtual PendingReply* defer() noexcept = 0;
-
-protected:
-    ~DeferHook() = default;
 };
 
 } // namespace cspd

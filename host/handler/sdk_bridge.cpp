@@ -104,7 +104,7 @@ struct HostApi {
 
     static csp_pending* reply_defer(csp_reply* r) noexcept {
         HandlerReply& self = reply(r);
-        DeferHook* hook = std::exchange(self.defer_hook_, nullptr);  // once per call
+        PendingReply::Source* hook = std::exchange(self.pending_source_, nullptr);  // once per call
         PendingReply* pending = hook ? hook->defer() : nullptr;
         return pending ? pending->handle() : nullptr;
     }
@@ -132,7 +132,7 @@ struct HostApi {
         HandlerReply& self = reply(r);
         PendingReply* pending = self.pending_;  // a deferred reply (or a blocking call) streams later
         if (!pending) {
-            DeferHook* hook = std::exchange(self.defer_hook_, nullptr);
+            PendingReply::Source* hook = std::exchange(self.pending_source_, nullptr);
             pending = hook ? hook->defer() : nullptr;
         }
         return pending ? pending->start_stream(status) : nullptr;
@@ -189,7 +189,7 @@ HandlerReply::HandlerReply() {
 void HandlerReply::reset(HandlerAbi abi) {
     // ABI 1's csp_reply had the same layout; only the table its api points at differs.
     reply_.api = abi == HandlerAbi::v1 ? reinterpret_cast<const csp_host_api*>(&host_api_v1()) : &host_api();
-    defer_hook_ = nullptr;
+    pending_source_ = nullptr;
     pending_ = nullptr;
     // No buffer until the first append: a deferred reply that waits holds none. A loop's reply
     // keeps what it grew to (up to kKeepCapacity), so the request path allocates only once.

@@ -32,7 +32,7 @@ public:
     /// connections stay small.
     void reset(HandlerAbi abi = HandlerAbi::v2);
     /// Where this call's csp_reply_defer goes (null: it returns NULL). Cleared by reset().
-    void set_defer_hook(DeferHook* hook) { defer_hook_ = hook; }
+    void set_pending_source(PendingReply::Source* source) { pending_source_ = source; }
     /// The deferred reply this reply now belongs to: csp_reply_stream turns it into a stream.
     void set_pending(PendingReply* pending) { pending_ = pending; }
 
@@ -59,7 +59,7 @@ private:
     std::vector<std::string> cache_vary_;
     std::string content_type_;
     std::string extra_headers_;
-    DeferHook* defer_hook_ = nullptr;
+    PendingReply::Source* pending_source_ = nullptr;
     PendingReply* pending_ = nullptr;
     csp_reply reply_{};
 };

@@ -30,20 +30,20 @@ struct ClientInfo {
     bool status_port() const { return lane == Lane::status_port; }
 };
 
-class LaterAnswers;
+class PendingCalls;
 
 /// What the connection decides about a request before it is routed.
 struct RequestContext {
     ClientInfo client;
     bool keep_alive = true;          ///< the connection stays open after this response
-    LaterAnswers* later = nullptr;   ///< takes calls whose answers come later; null: every call answers now
+    PendingCalls* pending = nullptr;  ///< takes calls whose answer is pending; null: every call answers now
 };
 
 class Exchange {
 public:
     Exchange(const HttpRequest& req, const RequestContext& context, DateCache& date, std::string& out)
         : request(req), client(context.client), keep_alive(context.keep_alive),
-          http10(req.http_major == 1 && req.http_minor == 0), later(context.later), date_(date), out_(out) {}
+          http10(req.http_major == 1 && req.http_minor == 0), pending(context.pending), date_(date), out_(out) {}
 
     /// A head for `status` with the exchange's date and framing; the caller adds the rest.
     ResponseHead head(HttpStatus status, std::string_view content_type) const;
@@ -66,7 +66,7 @@ public:
     const ClientInfo& client;
     const bool keep_alive;
     const bool http10;
-    LaterAnswers* const later; ///< takes calls whose answers come later, or null
+    PendingCalls* const pending;  ///< takes calls whose answer is pending, or null
     std::string_view path;     ///< decoded; set by the router once the target is checked
     RequestId id;              ///< this request's, unless the client sent a sane X-Request-Id
     std::string_view request_id_header;  ///< sent back as X-Request-Id, or empty (--request-id-header)

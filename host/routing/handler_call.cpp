@@ -97,13 +97,13 @@ void HandlerCall::attach_stats(LoopSlot& slot) {
 
 PendingReply* HandlerCall::Hook::defer() noexcept {
     HandlerCall& call = *self;
-    if (!call.later_ || !call.current_) return nullptr;
+    if (!call.pending_ || !call.current_) return nullptr;
     call.current_->version = call.entry_->version;  // pinned: a reload never unloads code that owes an answer
-    return call.later_->adopt(call.current_, call.frame_);
+    return call.pending_->adopt(call.current_, call.frame_);
 }
 
 CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view path_info,
-                             std::string_view query, LaterAnswers* later, CallStatus& status) {
+                             std::string_view query, PendingCalls* pending, CallStatus& status) {
     const HandlerVersion& handler = *entry.version;
     const HttpRequest& request = exchange.request;
     if (!current_) current_ = std::make_unique<CallState>();  // the last one answers later
@@ -115,16 +115,16 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
                     &handler, exchange.id},
                    handler.abi());
     const ResponseFrame frame = exchange.frame();
-    if (handler.blocking() && later) {
+    if (handler.blocking() && pending) {
         call.version = entry.version;
-        if (later->run_blocking(current_, frame)) return CallOutcome::later;
+        if (pending->run_blocking(current_, frame)) return CallOutcome::pending;
         call.version.reset();
         return CallOutcome::pool_full;
     }
     entry_ = &entry;
-    later_ = later;
+    pending_ = pending;
     frame_ = frame;
-    call.reply.set_defer_hook(later ? &hook_ : nullptr);
+    call.reply.set_pending_source(pending ? &hook_ : nullptr);
     std::optional<int> returned;
     std::uint64_t elapsed_ns = 0;
     try {
@@ -137,16 +137,16 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
         spdlog::error("handler {}: threw a non-std exception on {} {}", handler.describe(), request.method,
                       exchange.path);
     }
-    later_ = nullptr;
+    pending_ = nullptr;
     if (slow_call_ns_ && elapsed_ns > slow_call_ns_) held_the_loop(handler, call.stats, elapsed_ns);
     if (!current_) {
         // The handler deferred: its reply comes through csp_pending_finish, whatever it returned.
         if (returned != CSP_DEFERRED)
             spdlog::warn("handler {}: deferred its reply but returned {}; the reply waits for csp_pending_finish",
                          handler.describe(), returned ? std::to_string(*returned) : "by throwing");
-        return CallOutcome::later;
+        return CallOutcome::pending;
     }
-    call.reply.set_defer_hook(nullptr);
+    call.reply.set_pending_source(nullptr);
     status = answer(call, handler, returned, frame, exchange.date(), exchange.out());
     return CallOutcome::answered;
 }

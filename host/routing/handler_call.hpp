@@ -3,9 +3,10 @@
 // checks what the handler left, and appends the response. Every way a call can fail ends
 // in one place: counted as the handler's error, answered 500, logged with the handler's name.
 //
-// A call whose answer comes later -- the handler deferred it, or it is a blocking handler's
-// -- is handed, with its own view and reply, to the connection's LaterAnswers; the connection
-// answers it with HandlerCall::answer when it is finished.
+// A call whose answer is pending -- the handler deferred it, or it is a blocking handler's --
+// is handed, with its own view and reply, to the protocol session's PendingCalls, which makes
+// it a pending exchange (serving/exchange); that answers it with HandlerCall::answer when it is
+// finished.
 #pragma once
 
 #include "handler/sdk_bridge.hpp"
@@ -33,8 +34,9 @@ struct CallState {
     std::uint64_t elapsed_ns = 0;                   ///< a blocking call's time, measured on its thread
 };
 
-/// The connection's side of answers that come later (serving/ implements it).
-class LaterAnswers {
+/// Where calls whose answer is pending go: the protocol session that routed the request
+/// (serving/ implements it), which makes each a pending exchange.
+class PendingCalls {
 public:
     /// The handler deferred its reply: take `call` over (and leave it empty), or return null.
     virtual PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept = 0;
@@ -43,11 +45,11 @@ public:
     virtual bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept = 0;
 
 protected:
-    ~LaterAnswers() = default;
+    ~PendingCalls() = default;
 };
 
 /// What came of a call.
-enum class CallOutcome { answered, later, pool_full };
+enum class CallOutcome { answered, pending, pool_full };
 
 class HandlerCall {
 public:
@@ -59,10 +61,10 @@ public:
     void warn_past(std::uint32_t milliseconds) { slow_call_ns_ = std::uint64_t(milliseconds) * 1'000'000; }
 
     /// Calls `handler` for the exchange (`path_info`: the path after /csp/NAME; `query`: raw).
-    /// With `later`, a blocking handler runs on the pool and a handler may defer; without, both
+    /// With `pending`, a blocking handler runs on the pool and a handler may defer; without, both
     /// answer at once on this thread. `status` is set when the outcome is `answered`.
     CallOutcome run(const HandlerTable::Entry& handler, Exchange& exchange, std::string_view path_info,
-                    std::string_view query, LaterAnswers* later, CallStatus& status);
+                    std::string_view query, PendingCalls* pending, CallStatus& status);
 
     /// Checks what a finished call left (`returned`: the status it gave; empty if it threw, which
     /// is logged already), counts it, appends the response to `out`. On the loop that routed the call.
@@ -80,7 +82,7 @@ public:
 private:
     void held_the_loop(const HandlerVersion& handler, HandlerStats* stats, std::uint64_t elapsed_ns);
 
-    struct Hook final : DeferHook {
+    struct Hook final : PendingReply::Source {
         HandlerCall* self = nullptr;
         PendingReply* defer() noexcept override;
     };
@@ -90,7 +92,7 @@ private:
     Hook hook_;
     // What the hook needs while a call runs.
     const HandlerTable::Entry* entry_ = nullptr;
-    LaterAnswers* later_ = nullptr;
+    PendingCalls* pending_ = nullptr;
     ResponseFrame frame_;
     std::uint64_t slow_call_ns_ = 50'000'000;
     std::uint32_t last_slow_log_ms_ = 0;

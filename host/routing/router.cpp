@@ -70,7 +70,7 @@ Routed Router::respond(const HttpRequest& request, const RequestContext& context
     Routed routed;
     routed.status = route(exchange, routed);
     routed.close_after = exchange.close_after;
-    if (!routed.later) count_response(routed.status);
+    if (!routed.pending) count_response(routed.status);
     return routed;
 }
 
@@ -158,12 +158,12 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
                 .sent;
         }
     CallStatus status;
-    switch (call_.run(*handler, exchange, path_info, query, exchange.later, status)) {
+    switch (call_.run(*handler, exchange, path_info, query, exchange.pending, status)) {
     case CallOutcome::answered:
         if (cacheable) remember(*call_.answered(), *handler->version, status.returned);
         return status.sent;
-    case CallOutcome::later:
-        routed.later = true;
+    case CallOutcome::pending:
+        routed.pending = true;
         return HttpStatus::ok;
     case CallOutcome::pool_full:
         return builtin_.busy(exchange);

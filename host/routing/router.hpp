@@ -21,8 +21,8 @@ struct SharedStats;
 
 /// What became of one request.
 struct Routed {
-    bool later = false;          ///< the answer comes later, through the context's LaterAnswers
-    HttpStatus status = HttpStatus::ok;  ///< what was sent, unless `later`
+    bool pending = false;        ///< the answer comes later, through the context's PendingCalls
+    HttpStatus status = HttpStatus::ok;  ///< what was sent, unless `pending`
     bool close_after = false;     ///< the response said "Connection: close" on its own account
     StaticFiles::File body_file;  ///< open when a large file's bytes follow the head on the wire
 };
@@ -37,7 +37,7 @@ public:
     /// watchdog; /-/status and /metrics report `shared`; quarantined versions answer 503.
     void attach_stats(SharedStats& shared, LoopSlot& slot);
 
-    /// Appends the response to `request` to `out`, or hands the call to `context.later`.
+    /// Appends the response to `request` to `out`, or hands the call to `context.pending`.
     Routed respond(const HttpRequest& request, const RequestContext& context, std::string& out);
 
     /// Counts a response sent later (a deferred or blocking handler's) with the others.

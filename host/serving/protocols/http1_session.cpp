@@ -5,7 +5,7 @@
 #include "common/crash_context.hpp"
 #include "http/response.hpp"
 #include "serving/loop_context.hpp"
-#include "serving/pending_call.hpp"
+#include "serving/exchange/pending_exchange.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -134,7 +134,7 @@ SinkAction Http1Session::on_request(const HttpRequest& request) {
     } forget;
     if (work_->queued.empty()) set_crash_client(transport_.native_handle(), request.head, &out);
     Routed routed = loop_.router.respond(request, context, out);
-    if (routed.later) {
+    if (routed.pending) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
         work_->waiting_since = coarse_now_ms();
         close_after_answer_ = !context.keep_alive;

@@ -21,7 +21,7 @@
 #include "routing/handler_call.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/connection.hpp"
-#include "serving/pending_call.hpp"
+#include "serving/exchange/pending_exchange.hpp"
 #include "serving/transport/output_queue.hpp"
 
 #include <cstdint>
@@ -33,8 +33,8 @@ namespace cspd {
 
 class Http1Session final : public Connection,
                            private RequestSink,
-                           private LaterAnswers,
-                           private PendingWaiter {
+                           private PendingCalls,
+                           private PendingExchange::Waiter {
 public:
     /// A request that is already there is answered without waiting for readiness.
     Http1Session(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer,
@@ -70,17 +70,17 @@ private:
     PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     /// The answer came (on the loop): send it and go on with what was read behind it.
-    void answered(PendingCall& pending, std::optional<int> returned) override;
+    void answered(PendingExchange& pending, std::optional<int> returned) override;
     /// A stream's bytes wait: send them (or queue them behind a write that waits).
-    void stream_output(PendingCall& pending) override;
-    std::shared_ptr<PendingWaiter> as_waiter();
+    void stream_output(PendingExchange& pending) override;
+    std::shared_ptr<PendingExchange::Waiter> as_waiter();
     /// The stream ended: its last bytes go, then what was read behind it.
-    void stream_ended(PendingCall& pending, std::optional<int> returned);
+    void stream_ended(PendingExchange& pending, std::optional<int> returned);
     /// A HEAD request's stream sent its head: the exchange ends, its handler is told no body is read.
-    void end_after_head(PendingCall& pending);
+    void end_after_head(PendingExchange& pending);
     /// A stream's exchange is over (`cut_short`: without its end): counted, owed no more (its
     /// handler told `abort_reason`, if any), and the connection closes after it when it must.
-    void stream_done(PendingCall& pending, bool cut_short, int abort_reason = 0);
+    void stream_done(PendingExchange& pending, bool cut_short, int abort_reason = 0);
     /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
     /// (CSP_ABORT_*), and the connection closes.
     void cut_stream(const char* why, int reason);
@@ -92,7 +92,7 @@ private:
     /// The answer is overdue: 504, and the connection closes after it.
     void give_up_waiting(const char* why);
     /// An answer is owed from now on (counted for /metrics), or no longer.
-    void owe(std::shared_ptr<PendingCall> pending);
+    void owe(std::shared_ptr<PendingExchange> pending);
     void owe_nothing();
 
     void read_now();
@@ -147,7 +147,7 @@ private:
     };
 
     std::unique_ptr<Work, ReleaseWork> work_;  // null while parked
-    std::shared_ptr<PendingCall> waiting_;     // the answer that comes later, for the last request parsed
+    std::shared_ptr<PendingExchange> waiting_;     // the answer that comes later, for the last request parsed
     State state_ = State::reading;
     bool closing_ = false;             // close once output is written
     bool linger_on_close_ = false;     // unread input may follow: drain before closing

@@ -1,5 +1,5 @@
 // How an HTTP/1 session waits for answers that come later (see http1_session.hpp): it takes
-// over a deferred or blocking handler's call as its LaterAnswers, stops parsing behind it,
+// over a deferred or blocking handler's call as its PendingCalls, stops parsing behind it,
 // keeps reading the transport for the client leaving, gives up with 504 when the answer is
 // overdue, and sends the answer, in request order, when it comes.
 #include "serving/protocols/http1_session.hpp"
@@ -8,7 +8,7 @@
 
 #include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
-#include "serving/pending_call.hpp"
+#include "serving/exchange/pending_exchange.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <spdlog/spdlog.h>
@@ -22,17 +22,17 @@ namespace {
 constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
 }  // namespace
 
-std::shared_ptr<PendingWaiter> Http1Session::as_waiter() {
+std::shared_ptr<PendingExchange::Waiter> Http1Session::as_waiter() {
     // The base is private: only this class may hand itself out as a waiter (aliasing: same owner).
-    return std::shared_ptr<PendingWaiter>(shared_from_this(), static_cast<PendingWaiter*>(this));
+    return std::shared_ptr<PendingExchange::Waiter>(shared_from_this(), static_cast<PendingExchange::Waiter*>(this));
 }
 
 PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    std::shared_ptr<PendingCall> pending;
+    std::shared_ptr<PendingExchange> pending;
     try {
         call->view.keep();  // the request must outlive this connection's buffers
         // The pending holds the connection until it is answered or dropped: an answer is owed to it.
-        pending = std::make_shared<PendingCall>(loop_.io, loop_.inbox, std::move(call), frame, false,
+        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, false,
                                                 as_waiter());
         pending->hand_to_handler();
         owe(pending);
@@ -45,10 +45,10 @@ PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const Respon
 
 bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!loop_.blocking) return false;
-    std::shared_ptr<PendingCall> pending;
+    std::shared_ptr<PendingExchange> pending;
     try {
         call->view.keep();  // the call may run after this connection is gone
-        pending = std::make_shared<PendingCall>(loop_.io, loop_.inbox, std::move(call), frame, true,
+        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, true,
                                                 as_waiter());
         const bool queued = loop_.blocking->submit([pending] {
             if (pending->dropped()) return;  // its client left while it waited for a thread
@@ -66,18 +66,15 @@ bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const Response
     }
 }
 
-void Http1Session::answered(PendingCall& pending, std::optional<int> returned) {
+void Http1Session::answered(PendingExchange& pending, std::optional<int> returned) {
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     if (pending.streaming()) {
         stream_ended(pending, returned);
         return;
     }
-    CallState& call = pending.call();
     ResponseFrame frame = pending.frame();
     if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
-    const CallStatus status = HandlerCall::answer(call, *call.version, returned, frame, loop_.date, loop_.output);
-    loop_.router.count_response(status.sent);
-    if (returned) loop_.router.remember(call, *call.version, status.returned);
+    pending.send_answer(returned, frame, loop_.router, loop_.date, loop_.output);
     owe_nothing();
     if (close_after_answer_ || !frame.keep_alive) {
         closing_ = true;
@@ -126,17 +123,13 @@ void Http1Session::give_up_waiting(const char* why) {
     const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
     spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
                  port_);
-    waiting_->drop(CSP_ABORT_TIMEOUT);
-    const ResponseFrame frame = waiting_->frame();
-    const std::string id(frame.request_id_header ? waiting_->call().view.request_id() : std::string_view{});
+    waiting_->send_timeout(loop_.router, loop_.date, loop_.output);
     owe_nothing();
-    append_error(loop_.output, HttpStatus::gateway_timeout, loop_.date.now(), false, frame.http10, frame.head_only, id);
-    loop_.router.count_response(HttpStatus::gateway_timeout);
     closing_ = true;  // what was pipelined behind it is not answered
     send_output();
 }
 
-void Http1Session::owe(std::shared_ptr<PendingCall> pending) {
+void Http1Session::owe(std::shared_ptr<PendingExchange> pending) {
     if (waiting_) {  // parsing stops behind an owed answer: a second one is a bug, not a client's doing
         spdlog::error("client {}:{}: a second answer owed while one is; dropping the first", address_, port_);
         waiting_->drop(CSP_ABORT_CLIENT_GONE);

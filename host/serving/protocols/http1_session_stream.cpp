@@ -13,7 +13,7 @@
 
 namespace cspd {
 
-void Http1Session::stream_output(PendingCall& pending) {
+void Http1Session::stream_output(PendingExchange& pending) {
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     if (pending.cut()) {
         cut_stream("the handler ignored back-pressure", CSP_ABORT_CLIENT_GONE);
@@ -27,13 +27,13 @@ void Http1Session::stream_output(PendingCall& pending) {
     send_or_queue(std::move(bytes));
 }
 
-void Http1Session::end_after_head(PendingCall& pending) {
+void Http1Session::end_after_head(PendingExchange& pending) {
     // Its writes now fail; a handler of 2.3 or later also hears why.
     const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
     stream_done(pending, false, version && version->minor() >= 3 ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
 }
 
-void Http1Session::stream_ended(PendingCall& pending, std::optional<int> returned) {
+void Http1Session::stream_ended(PendingExchange& pending, std::optional<int> returned) {
     const bool clean = returned && *returned < 400;
     std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
     if (!clean) {
@@ -44,12 +44,9 @@ void Http1Session::stream_ended(PendingCall& pending, std::optional<int> returne
     send_or_queue(std::move(rest));
 }
 
-void Http1Session::stream_done(PendingCall& pending, bool cut_short, int abort_reason) {
+void Http1Session::stream_done(PendingExchange& pending, bool cut_short, int abort_reason) {
     const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
-    const int status = pending.stream_status();
-    if (const auto checked = from_handler(status)) loop_.router.count_response(*checked);
-    CallState& call = pending.call();
-    if (call.stats) bump(call.stats->requests[status_class(status)]);
+    pending.count_stream(loop_.router);
     if (abort_reason) waiting_->drop(abort_reason);
     owe_nothing();
     last_request_ = coarse_now_ms();

@@ -1,4 +1,8 @@
-#include "serving/pending_call.hpp"
+#include "serving/exchange/pending_exchange.hpp"
+
+#include "http/response.hpp"
+#include "routing/router.hpp"
+#include "stats/shared_stats.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -13,7 +17,7 @@ namespace asio = boost::asio;
 
 /// One one-shot fd watch: a duplicate of the handler's descriptor (epoll may then watch the
 /// same file twice, and the handler's own descriptor is never closed by us).
-struct PendingCall::Watch {
+struct PendingExchange::Watch {
     explicit Watch(asio::io_context& io) : descriptor(io) {}
     ~Watch() {
         boost::system::error_code ignored;
@@ -24,18 +28,38 @@ struct PendingCall::Watch {
     bool fired = false;
 };
 
-PendingCall::PendingCall(asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
-                         ResponseFrame frame, bool blocking, std::shared_ptr<PendingWaiter> waiter)
+PendingExchange::PendingExchange(asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
+                                 ResponseFrame frame, bool blocking, std::shared_ptr<Waiter> waiter)
     : io_(io), inbox_(std::move(inbox)), call_(std::move(call)), frame_(frame), blocking_(blocking),
       waiter_(std::move(waiter)) {
     call_->reply.set_pending(this);  // csp_reply_stream on it streams this reply
 }
 
-PendingCall::~PendingCall() = default;
+PendingExchange::~PendingExchange() = default;
 
-csp_reply* PendingCall::reply() noexcept { return call_->reply.raw(); }
+CallStatus PendingExchange::send_answer(std::optional<int> returned, const ResponseFrame& frame, Router& router,
+                                        DateCache& date, std::string& out) {
+    const CallStatus status = HandlerCall::answer(*call_, *call_->version, returned, frame, date, out);
+    router.count_response(status.sent);
+    if (returned) router.remember(*call_, *call_->version, status.returned);
+    return status;
+}
 
-int PendingCall::finish(int status) noexcept {
+void PendingExchange::send_timeout(Router& router, DateCache& date, std::string& out) {
+    drop(CSP_ABORT_TIMEOUT);
+    const std::string_view id = frame_.request_id_header ? call_->view.request_id() : std::string_view{};
+    append_error(out, HttpStatus::gateway_timeout, date.now(), false, frame_.http10, frame_.head_only, id);
+    router.count_response(HttpStatus::gateway_timeout);
+}
+
+void PendingExchange::count_stream(Router& router) {
+    if (const auto checked = from_handler(stream_status_)) router.count_response(*checked);
+    if (call_->stats) bump(call_->stats->requests[status_class(stream_status_)]);
+}
+
+csp_reply* PendingExchange::reply() noexcept { return call_->reply.raw(); }
+
+int PendingExchange::finish(int status) noexcept {
     if (blocking_ && !streaming()) return -1;  // a blocking call's answer is what it returns
     if (finish_called_.exchange(true)) {
         spdlog::error("handler {}: a reply was finished (or its stream ended) twice; the second is ignored",
@@ -55,14 +79,14 @@ int PendingCall::finish(int status) noexcept {
     // The handler's reference moves onto the loop with the finish; if the loop is gone (the
     // server is stopping) it is kept: nothing may unload code that may still be running.
     if (!inbox_->post([this, status] {
-            std::shared_ptr<PendingCall> keep = std::move(self_);
+            std::shared_ptr<PendingExchange> keep = std::move(self_);
             finished(status);
         }))
         return -1;
     return seen ? 0 : -1;
 }
 
-void PendingCall::blocking_call_returned(std::optional<int> returned) {
+void PendingExchange::blocking_call_returned(std::optional<int> returned) {
     if (streaming()) {
         // Its stream ends with the call, if it has not ended before: cut short if the call failed.
         const bool clean = returned && (*returned == CSP_DEFERRED || *returned < 400);
@@ -73,7 +97,7 @@ void PendingCall::blocking_call_returned(std::optional<int> returned) {
     inbox_->post([self = shared_from_this(), returned] { self->finished(returned); });
 }
 
-void PendingCall::finished(std::optional<int> returned) {
+void PendingExchange::finished(std::optional<int> returned) {
     if (done_) return;
     done_ = true;
     cancel_callbacks();
@@ -84,7 +108,7 @@ void PendingCall::finished(std::optional<int> returned) {
     done_fn_ = nullptr;
 }
 
-void PendingCall::drop(int reason, bool loop_ending) {
+void PendingExchange::drop(int reason, bool loop_ending) {
     if (!done_ && !dropped_.exchange(true)) notify_abort(reason, true);
     if (streaming()) stream_->close();  // writers get -1; one waiting for room wakes
     // Nobody waits for the answer any more: let go of the waiter, later (it may be the one
@@ -95,11 +119,11 @@ void PendingCall::drop(int reason, bool loop_ending) {
     if (loop_ending) cancel_callbacks();
 }
 
-void PendingCall::warn_draining() {
+void PendingExchange::warn_draining() {
     if (!done_ && !dropped_) notify_abort(CSP_ABORT_DRAINING, false);
 }
 
-void PendingCall::notify_abort(int reason, bool loss) {
+void PendingExchange::notify_abort(int reason, bool loss) {
     csp_abort_fn fn;
     void* user_data;
     {
@@ -117,7 +141,7 @@ void PendingCall::notify_abort(int reason, bool loss) {
     if (!finish_called_) fn(handle(), reason, user_data);
 }
 
-int PendingCall::on_abort(csp_abort_fn fn, void* user_data) noexcept {
+int PendingExchange::on_abort(csp_abort_fn fn, void* user_data) noexcept {
     if (!fn) return -1;
     int late_reason = 0;
     {
@@ -138,14 +162,14 @@ int PendingCall::on_abort(csp_abort_fn fn, void* user_data) noexcept {
     return 0;
 }
 
-int PendingCall::on_done(csp_done_fn fn, void* user_data) noexcept {
+int PendingExchange::on_done(csp_done_fn fn, void* user_data) noexcept {
     if (!fn || done_fn_) return -1;
     done_fn_ = fn;  // set in the call or on the loop, before the finish is taken in
     done_user_data_ = user_data;
     return 0;
 }
 
-int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept {
+int PendingExchange::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) noexcept {
     if (blocking_ || !inbox_->on_loop_thread() || done_) return -1;
     try {
         auto& timer = timers_.emplace_back(io_);
@@ -163,7 +187,7 @@ int PendingCall::timer(unsigned milliseconds, csp_timer_fn fn, void* user_data) 
     return 0;
 }
 
-int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
+int PendingExchange::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data) noexcept {
     if (blocking_ || !inbox_->on_loop_thread() || done_) return -1;
     const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) return -1;
@@ -194,7 +218,7 @@ int PendingCall::watch_fd(int fd, unsigned events, csp_fd_fn fn, void* user_data
     return 0;
 }
 
-void PendingCall::cancel_callbacks() {
+void PendingExchange::cancel_callbacks() {
     timers_.clear();  // cancels: their handlers see operation_aborted
     for (const auto& watch : watches_) {
         watch->fired = true;

@@ -1,15 +1,15 @@
-// PendingCall as a stream (csp_reply_stream): the head is framed on the handler's thread,
+// PendingExchange as a stream (csp_reply_stream): the head is framed on the handler's thread,
 // the body goes through the StreamOutbox, and the loop is poked once per batch of writes.
 #include "http/date_cache.hpp"
 #include "http/response.hpp"
 #include "serving/blocking_pool.hpp"
-#include "serving/pending_call.hpp"
+#include "serving/exchange/pending_exchange.hpp"
 
 #include <spdlog/spdlog.h>
 
 namespace cspd {
 
-csp_stream* PendingCall::start_stream(int status) noexcept {
+csp_stream* PendingExchange::start_stream(int status) noexcept {
     if (finish_called_ || streaming() || dropped_) return nullptr;
     const std::optional<HttpStatus> checked = from_handler(status);
     if (!checked) return nullptr;
@@ -45,14 +45,14 @@ csp_stream* PendingCall::start_stream(int status) noexcept {
     return stream_handle();
 }
 
-int PendingCall::stream_write(std::string_view bytes) noexcept {
+int PendingExchange::stream_write(std::string_view bytes) noexcept {
     if (!streaming()) return -1;
     if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->write(bytes, false));
     BlockingPool::ClientWait waiting;  // a pool thread waiting for room is not a stuck call
     return after_stream_write(stream_->write(bytes, true));
 }
 
-int PendingCall::stream_event(std::string_view event, std::string_view data) noexcept {
+int PendingExchange::stream_event(std::string_view event, std::string_view data) noexcept {
     if (!streaming()) return -1;
     try {
         if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->event(event, data, false));
@@ -63,7 +63,7 @@ int PendingCall::stream_event(std::string_view event, std::string_view data) noe
     }
 }
 
-int PendingCall::after_stream_write(StreamOutbox::Result result) {
+int PendingExchange::after_stream_write(StreamOutbox::Result result) {
     if (result.overflow && !cut_.exchange(true)) {
         spdlog::error("handler {}: kept writing to a stream past {} KiB waiting (it ignored CSP_AGAIN); the "
                       "stream is cut",
@@ -75,13 +75,13 @@ int PendingCall::after_stream_write(StreamOutbox::Result result) {
     return result.code;
 }
 
-void PendingCall::poke_loop() {
+void PendingExchange::poke_loop() {
     inbox_->post([self = shared_from_this()] {
         if (self->waiter_ && !self->done_) self->waiter_->stream_output(*self);
     });
 }
 
-int PendingCall::on_writable(csp_writable_fn fn, void* user_data) noexcept {
+int PendingExchange::on_writable(csp_writable_fn fn, void* user_data) noexcept {
     if (!fn || !streaming()) return -1;
     std::lock_guard lock(abort_mutex_);
     if (writable_fn_) return -1;  // once
@@ -90,7 +90,7 @@ int PendingCall::on_writable(csp_writable_fn fn, void* user_data) noexcept {
     return 0;
 }
 
-void PendingCall::stream_room(std::size_t backlog) {
+void PendingExchange::stream_room(std::size_t backlog) {
     if (!streaming() || !stream_->set_backlog(backlog)) return;
     csp_writable_fn fn;
     void* user_data;

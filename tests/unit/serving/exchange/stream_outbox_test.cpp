@@ -1,4 +1,4 @@
-#include "serving/stream_outbox.hpp"
+#include "serving/exchange/stream_outbox.hpp"
 
 #include <csp/csp.h>
 

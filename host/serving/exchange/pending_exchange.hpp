@@ -1,21 +1,23 @@
-// A handler call whose answer comes later: deferred by its handler (csp_reply_defer), or a
-// blocking handler's call running on the pool. It owns the call's view and reply (so the
-// request stays valid), pins the handler version, and runs the handler's timers and fd
-// watches on the loop of the connection that waits for it. A streamed reply
-// (csp_reply_stream) is one too: its body goes through a StreamOutbox until it ends.
+// An exchange whose answer is pending: one request, routed to a handler that deferred its
+// reply (csp_reply_defer), streams it (csp_reply_stream), or is a blocking handler's call
+// running on the pool. It is what the SDK's csp_pending and csp_stream talk to (never the
+// connection): it owns the call's view and reply (so the request stays valid), pins the
+// handler version, runs the handler's timers and fd watches on its loop, and sends, counts and
+// caches the answer when it comes (send_answer, send_timeout, count_stream: the one way a
+// pending answer ends). Its Waiter -- the protocol session that routed the request -- decides
+// only where the bytes go and what the connection does next.
 //
-// Lifetime: shared_ptr. The waiting connection holds one until it is answered or goes
+// Lifetime: shared_ptr. The waiting session holds one until it is answered or goes
 // away; the handler's csp_pending holds one (self_) from the deferral (or a blocking call's
 // stream) until its finish has been taken in on the loop; a blocking call's pool thread
-// holds one while it runs. Loop
-// state (timers, watches, callbacks) is touched on the loop thread only; finish() may come
-// from any thread and reaches the loop through its LoopInbox.
+// holds one while it runs. Loop state (timers, watches, callbacks) is touched on the loop
+// thread only; finish() may come from any thread and reaches the loop through its LoopInbox.
 #pragma once
 
 #include "handler/pending.hpp"
 #include "routing/handler_call.hpp"
 #include "serving/loop_inbox.hpp"
-#include "serving/stream_outbox.hpp"
+#include "serving/exchange/stream_outbox.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -30,26 +32,38 @@
 
 namespace cspd {
 
-class PendingCall;
+class Router;
 
-/// Who waits for a PendingCall's answer (the connection); called on the loop.
-class PendingWaiter {
+class PendingExchange final : public PendingReply, public std::enable_shared_from_this<PendingExchange> {
 public:
-    /// The call was finished with `returned` (empty: it threw), unless it was dropped first.
-    virtual void answered(PendingCall& pending, std::optional<int> returned) = 0;
-    /// A stream has bytes waiting in its outbox.
-    virtual void stream_output(PendingCall& pending) = 0;
+    /// Who waits for the answer (the protocol session that routed the request); called on the loop.
+    class Waiter {
+    public:
+        /// The call was finished with `returned` (empty: it threw), unless it was dropped first.
+        virtual void answered(PendingExchange& pending, std::optional<int> returned) = 0;
+        /// A stream has bytes waiting in its outbox.
+        virtual void stream_output(PendingExchange& pending) = 0;
 
-protected:
-    ~PendingWaiter() = default;
-};
+    protected:
+        ~Waiter() = default;
+    };
 
-class PendingCall final : public PendingReply, public std::enable_shared_from_this<PendingCall> {
-public:
     /// `waiter` is held until the call is finished or dropped.
-    PendingCall(boost::asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
-                ResponseFrame frame, bool blocking, std::shared_ptr<PendingWaiter> waiter);
-    ~PendingCall();
+    PendingExchange(boost::asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
+                    ResponseFrame frame, bool blocking, std::shared_ptr<Waiter> waiter);
+    ~PendingExchange();
+
+    /// On the loop, when the answer came (`returned`: the handler's status, empty if it threw):
+    /// checked, appended to `out` as `frame` says (the request's, or a drain's that closes),
+    /// counted for the loop and the handler, and kept if the handler asked (csp_reply_cache).
+    CallStatus send_answer(std::optional<int> returned, const ResponseFrame& frame, Router& router, DateCache& date,
+                           std::string& out);
+    /// On the loop, when no answer came in time: the handler is told (CSP_ABORT_TIMEOUT), and a
+    /// 504 that closes is appended to `out` and counted.
+    void send_timeout(Router& router, DateCache& date, std::string& out);
+    /// On the loop, when a stream is over: the status its head said is counted for the loop and
+    /// the handler.
+    void count_stream(Router& router);
 
     /// The handler holds a reference from now until its finish has been taken in.
     void hand_to_handler() { self_ = shared_from_this(); }
@@ -109,8 +123,8 @@ private:
     std::unique_ptr<CallState> call_;
     ResponseFrame frame_;
     bool blocking_;
-    std::shared_ptr<PendingWaiter> waiter_;
-    std::shared_ptr<PendingCall> self_;     // the handler's reference, until its finish is taken in
+    std::shared_ptr<Waiter> waiter_;
+    std::shared_ptr<PendingExchange> self_;     // the handler's reference, until its finish is taken in
     std::atomic<bool> finish_called_{false};
     std::atomic<bool> dropped_{false};
     bool done_ = false;                     // loop: finished() ran
