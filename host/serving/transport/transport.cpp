@@ -17,7 +17,11 @@ namespace {
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 }  // namespace
 
-Transport::~Transport() { close(); }
+Transport::~Transport() {
+    // Not close(): the loop's set holds its users alive, so a transport that dies is in none, and
+    // at the loop's end that set may be gone first. The reactor's socket closes itself.
+    if (fd_ >= 0 && !socket_) ::close(fd_);
+}
 
 Transport::Moved Transport::read(char* into, std::size_t room) {
     ssize_t n;
