@@ -129,15 +129,16 @@ def static_tree(work):
 
 
 class Cspd(Server):
-    def __init__(self, port, work, binary, handlers, name="cspd"):
+    def __init__(self, port, work, binary, handlers, name="cspd", extra=()):
         super().__init__(name, port, work, "master + 1 worker process with 1 event loop (--workers 1), "
-                         "handlers hello.so and xpng.so" + ("" if name == "cspd" else f" ({binary})"))
-        self.binary, self.handlers = binary, handlers
+                         "handlers hello.so and xpng.so" + ("" if name == "cspd" else f" ({binary})") +
+                         (" " + " ".join(extra) if extra else ""))
+        self.binary, self.handlers, self.extra = binary, handlers, list(extra)
 
     def command(self):
         return [str(self.binary), "--port", str(self.port), "--bind", "127.0.0.1", "--workers", "1",
                 "--handlers", str(self.handlers), "--www", str(ROOT / "www"), "--log-level", "warn",
-                "--keepalive-timeout", "120"]
+                "--keepalive-timeout", "120"] + self.extra
 
 
 class Ceiling(Server):
@@ -160,9 +161,13 @@ CEILINGS = {"epoll ceiling": ("epoll_ceiling", "bench/ceiling/epoll_ceiling.cpp:
 
 
 class Nginx(Server):
-    def __init__(self, port, work):
-        super().__init__("nginx", port, work, "1 worker process (master_process off), `return 200` for hello, static file with "
-                         "open_file_cache for xpng, access log off, listen ... deferred reuseport")
+    def __init__(self, port, work, access_log=False):
+        super().__init__("nginx+log" if access_log else "nginx", port, work,
+                         "1 worker process (master_process off), `return 200` for hello, static file with "
+                         "open_file_cache for xpng, " +
+                         ("access_log combined buffer=64k" if access_log else "access log off") +
+                         ", listen ... deferred reuseport")
+        log_directive = f"access_log {self.work}/access.log combined buffer=64k;" if access_log else "access_log off;"
         www = static_tree(self.work)
         (self.work / "nginx.conf").write_text(f"""
 worker_processes 1;
@@ -173,7 +178,7 @@ error_log {self.work}/error.log warn;
 pid {self.work}/nginx.pid;
 events {{ worker_connections {FD_LIMIT - 100}; }}
 http {{
-  access_log off;
+  {log_directive}
   keepalive_requests 100000000;
   keepalive_timeout 120s;
   open_file_cache max=1000 inactive=60s;
@@ -424,7 +429,7 @@ def summarize(raw, servers, modes):
                 row["servers"][name]["errors"] = sum(r["errors"] for r in runs)
             # Not peers: php -S (the historical reference), the ceilings, and an earlier cspd (--baseline).
             peers = {n: v for n, v in row["servers"].items()
-                     if n not in ("cspd", "php -S", "cspd-before") and n not in CEILINGS}
+                     if n not in ("cspd", "php -S", "cspd-before") and n not in CEILINGS and not n.endswith("+log")}
             me = row["servers"]["cspd"]
             row["best_peer"] = row["rps_ratio"] = row["leanest_peer"] = row["cpu_ratio"] = None
             if peers:  # --only may leave none (the ceilings alone)
@@ -448,6 +453,19 @@ def summarize(raw, servers, modes):
 
 def fmt(value, digits=1):
     return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def access_log_cost(rows):
+    """CPU per request with the access log over without, for cspd and for nginx, per mode and endpoint."""
+    cost = {}
+    for row in rows:
+        s = row["servers"]
+        ratio = {}
+        for name in ("cspd", "nginx"):
+            on, off = s.get(name + "+log", {}).get("cpu_us_per_req"), s.get(name, {}).get("cpu_us_per_req")
+            ratio[name] = round(on / off, 3) if on and off else None
+        cost[f"{row['mode']} {row['endpoint']}"] = ratio
+    return cost
 
 
 def markdown(report):
@@ -496,6 +514,11 @@ def markdown(report):
                   f"{r['swaps']} replacements of hello.so at 10 per second: {r['reloading_rps']:,.0f} req/s against "
                   f"{r['baseline_rps']:,.0f} without ({r['ratio'] * 100:.1f}%), {r['errors']} failed requests "
                   f"out of {r['requests']:,}."]
+    if report.get("access_log_cost"):
+        lines += ["", "## What the access log costs (CPU per request, with it / without it, same run)", "",
+                  "| mode and endpoint | cspd | nginx (buffer=64k) |", "|---|---:|---:|"]
+        for key, ratio in report["access_log_cost"].items():
+            lines.append(f"| {key} | {fmt(ratio['cspd'], 3)}× | {fmt(ratio['nginx'], 3)}× |")
     lines += ["", "## What each server was given", ""]
     for name, description in report["descriptions"].items():
         lines.append(f"- **{name}**: {description}")
@@ -551,6 +574,9 @@ def main():
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated modes to run (default: all of {','.join(MODES)})")
     parser.add_argument("--only", default="", help="comma-separated server names to run (default: all)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="also run cspd with --access-log and nginx with access_log ... buffer=64k, to measure "
+                             "what logging costs each (as 'cspd+log' and 'nginx+log')")
     parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
                         help="another cspd binary (an earlier build) measured as the peer 'cspd-before', with "
                              "the hello.so and xpng.so built with it (default: the same as --handlers)")
@@ -575,6 +601,10 @@ def main():
         for name in ("hello.so", "xpng.so"):
             shutil.copy(Path(own_handlers or args.handlers) / name, before / name)
         servers.append(Cspd(BASE_PORT + 5, work, Path(binary).resolve(), before, name="cspd-before"))
+    if args.access_log:
+        servers.append(Cspd(BASE_PORT + 8, work, args.cspd, handlers, name="cspd+log",
+                            extra=("--access-log", str(work / "cspd-access.log"))))
+        servers.append(Nginx(BASE_PORT + 9, work, access_log=True))
     if args.ceilings:
         for i, (name, (binary, description)) in enumerate(CEILINGS.items()):
             if (args.ceilings / binary).exists():
@@ -605,6 +635,9 @@ def main():
                               f"{result['rps']:>12,.0f} req/s  {result['cpu_us_per_req'] or 0:7.2f} µs/req  "
                               f"errors {result['errors']}", flush=True)
         report["rows"] = summarize(raw, [s.name for s in servers], modes)
+        if args.access_log:
+            report["access_log_cost"] = access_log_cost(report["rows"])
+            print(f"access log cost (CPU per request, with / without): {report['access_log_cost']}", flush=True)
         if args.idle_connections:
             report["idle_connections"] = args.idle_connections
             report["idle"] = {}

@@ -44,7 +44,8 @@ DefaultFolders default_folders() {
 /// What the command line says in words Config keeps otherwise (a flag that turns a default off,
 /// a path), turned into Config by apply().
 struct Readings {
-    std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder;
+    std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder, access_log,
+        access_log_format = "combined";
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
          insecure_handlers = false;
 
@@ -53,6 +54,8 @@ struct Readings {
         if (config.threads == 0) config.threads = 1;
         config.status_endpoints = !no_status;
         config.log_file = log_file;
+        config.access_log = access_log;
+        config.access_log_format = access_log_format == "json" ? AccessLogFormat::json : AccessLogFormat::combined;
         config.upload_dir = upload_dir;
         config.strict_handler_modes = !insecure_handlers;
         config.vet_handlers = !no_vetting;
@@ -87,6 +90,14 @@ void add_serving_options(CLI::App& app, Config& config, Readings& read) {
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
         ->group(group);
     app.add_option("--log-file", read.log_file, "append logs here instead of standard error; SIGUSR1 reopens it")
+        ->group(group);
+    app.add_option("--access-log", read.access_log,
+                   "a line per request appended here ('-': standard output); SIGUSR1 reopens it (default: none)")
+        ->group(group);
+    app.add_option("--access-log-format", read.access_log_format,
+                   "combined (nginx's, for goaccess and the like) or json (one object per line)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"combined", "json"}))
         ->group(group);
 }
 

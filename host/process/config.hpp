@@ -1,6 +1,8 @@
 // Everything the command line decides, in one place.
 #pragma once
 
+#include "routing/access_log_line.hpp"
+
 #include <filesystem>
 #include <string>
 
@@ -34,6 +36,8 @@ struct Config {
     unsigned quarantine_crashes = 3;    ///< this many crashes of one handler version…
     unsigned quarantine_window_s = 60;  ///< …within this many seconds quarantine it
     std::filesystem::path log_file;     ///< empty: stderr; else appended to, reopened on SIGUSR1
+    std::filesystem::path access_log;   ///< empty: none; "-": standard output; reopened on SIGUSR1
+    AccessLogFormat access_log_format = AccessLogFormat::combined;
     unsigned blocking_threads = 64;      ///< per worker, for CSP_BLOCKING_HANDLER calls
     std::size_t blocking_queue = 1024;   ///< calls waiting for one of them; past it: 503
     unsigned pending_timeout_s = 60;     ///< a deferred reply not finished by then: 504

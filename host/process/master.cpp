@@ -12,6 +12,7 @@
 #include "process/watchdog.hpp"
 #include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
+#include "serving/access_log.hpp"
 #include "process/worker_spawner.hpp"
 #include "process/worker_succession.hpp"
 #include "routing/static_files.hpp"
@@ -334,6 +335,7 @@ Master::Master(Config config, std::vector<std::string> argv) : config_(std::move
 int Master::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    if (!config_.access_log.empty()) AccessLog::check(config_.access_log);  // here, not in a crash loop of workers
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
     if (config_.loops_total() > kMaxSlots)
         throw std::runtime_error("--workers × --threads is at most " + std::to_string(kMaxSlots));

@@ -11,6 +11,7 @@
 #include "process/service_notifier.hpp"
 #include "process/shared_segments.hpp"
 #include "routing/static_files.hpp"
+#include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
@@ -35,7 +36,7 @@ namespace asio = boost::asio;
 namespace {
 using namespace std::chrono_literals;
 
-LoopOptions loop_options(const Config& config) {
+LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned worker) {
     LoopOptions options;
     options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
@@ -44,7 +45,14 @@ LoopOptions loop_options(const Config& config) {
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
                        config.static_max_age_s, config.slow_call_warn_ms};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
+    options.access_log = access_log;
+    options.worker = worker;
     return options;
+}
+
+std::unique_ptr<AccessLog> open_access_log(const Config& config) {
+    if (config.access_log.empty()) return nullptr;
+    return std::make_unique<AccessLog>(config.access_log, config.access_log_format);
 }
 
 /// The serving process, alone or as one of the master's workers. Set up in the constructor
@@ -58,6 +66,7 @@ public:
           shared_(shared_counters_for(config, role)), stats_(shared_.stats()), store_(shared_store_for(config, role)),
           // Before the loops: it outlives them, and its threads post into their inboxes.
           blocking_(config.blocking_threads, config.blocking_queue, &stats_.slots[first_slot_]),
+          access_log_(open_access_log(config)),
           // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
           signals_(control_, SIGINT, SIGTERM, SIGQUIT), requests_(control_, SIGHUP, SIGUSR1),
           keep_alive_(control_), stuck_check_(control_), drain_deadline_(control_) {
@@ -105,7 +114,7 @@ private:
 
     void make_loops() {
         port_ = config_.port;
-        const LoopOptions options = loop_options(config_);
+        const LoopOptions options = loop_options(config_, access_log_.get(), role_ ? role_->index : 0);
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
@@ -185,8 +194,9 @@ private:
             if (signal == SIGHUP) {
                 spdlog::info("SIGHUP: re-reading the handlers folder");
                 supply_->rescan();
-            } else if (!config_.log_file.empty()) {
-                reopen_log_file(config_.log_file);
+            } else {
+                if (!config_.log_file.empty()) reopen_log_file(config_.log_file);
+                if (access_log_) access_log_->reopen();
             }
             wait_for_requests();
         });
@@ -275,6 +285,7 @@ private:
     SharedStats& stats_;
     std::optional<SharedStore> store_;
     BlockingPool blocking_;
+    std::unique_ptr<AccessLog> access_log_;  // before the loops: they hand it their lines to the end
     std::vector<std::unique_ptr<EventLoop>> loops_;
     unsigned short port_ = 0;
     asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting

@@ -70,6 +70,8 @@ Routed Router::respond(const HttpRequest& request, const RequestContext& context
     Routed routed;
     routed.status = route(exchange, routed);
     routed.close_after = exchange.close_after;
+    routed.id = exchange.id;
+    routed.request_id_header = exchange.request_id_header;
     if (!routed.pending) count_response(routed.status);
     return routed;
 }
@@ -115,11 +117,15 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     if (exchange.client.status_port() && path != "/metrics" && !path.starts_with("/-/"))
         return exchange.error(HttpStatus::not_found);
     // Let in past --max-connections so that probes still reach a flooded server: nothing else.
+    routed.responder = Responder::builtin;
     if (exchange.client.lane == Lane::probe_reserve && path != "/-/healthy" && path != "/-/ready")
         return builtin_.full(exchange);
+    routed.responder = Responder::none;
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
+    routed.responder = Responder::builtin;
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
+    routed.responder = Responder::static_file;
     return serve_static(www_, exchange, routed.body_file, static_options_, &static_cache_);
 }
 
@@ -145,6 +151,8 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
             handler = &rolled_back;
         }
     }
+    routed.responder = Responder::handler;
+    routed.handler = handler->version.get();
     const HttpRequest& request = exchange.request;
     // A GET with a body could make a handler answer differently from the next GET of that path:
     // such a request neither reads nor fills the cache (remember() checks the body too).
@@ -152,6 +160,7 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     if (cacheable && cache_.in_use())
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
+            routed.cached = true;
             const HandlerAnswer answer{hit->status, hit->content_type, hit->extra_headers, hit->body};
             return send_handler_answer(answer, request, exchange.frame(), exchange.request_id_header, handler->stats,
                                        exchange.date(), exchange.out())

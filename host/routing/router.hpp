@@ -5,6 +5,7 @@
 #pragma once
 
 #include "handler/table.hpp"
+#include "routing/access_log_line.hpp"
 #include "routing/builtin_endpoints.hpp"
 #include "routing/exchange.hpp"
 #include "routing/handler_call.hpp"
@@ -25,6 +26,12 @@ struct Routed {
     HttpStatus status = HttpStatus::ok;  ///< what was sent, unless `pending`
     bool close_after = false;     ///< the response said "Connection: close" on its own account
     StaticFiles::File body_file;  ///< open when a large file's bytes follow the head on the wire
+    // For the access log.
+    Responder responder = Responder::none;  ///< none: the host refused the request itself (400, 404)
+    const HandlerVersion* handler = nullptr;  ///< the version that answered, or owes the answer
+    bool cached = false;                      ///< the reply cache answered
+    RequestId id;                             ///< the request's, unless...
+    std::string_view request_id_header;       ///< ...the client sent a sane X-Request-Id to send back
 };
 
 class Router {

@@ -33,7 +33,7 @@ struct HandlerSummary {
 
 struct Summary {
     std::uint64_t requests[5]{}, open_connections = 0, accepted = 0, replies_owed = 0, blocking_busy = 0, blocking_queued = 0,
-                  blocking_refused = 0, cache_hits = 0, cache_misses = 0, cache_bytes = 0;
+                  blocking_refused = 0, cache_hits = 0, cache_misses = 0, cache_bytes = 0, access_log_dropped = 0;
     std::map<std::string, HandlerSummary, std::less<>> handlers;
 };
 
@@ -49,6 +49,7 @@ Summary summarize(const SharedStats& stats) {
         sum.blocking_refused += read(slot.blocking_refused);
         sum.cache_hits += read(slot.cache_hits);
         sum.cache_misses += read(slot.cache_misses);
+        sum.access_log_dropped += read(slot.access_log_dropped);
         if (running) {
             sum.cache_bytes += read(slot.cache_bytes);
             sum.open_connections += read(slot.open_connections);
@@ -238,6 +239,9 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
     family(out, "cspd_reply_cache_misses_total", "counter",
            "Requests to handlers that cache, for which no live entry was found.");
     sample(out, "cspd_reply_cache_misses_total", "", double(sum.cache_misses));
+    family(out, "cspd_access_log_dropped_total", "counter",
+           "Access log lines dropped because the log's writer was too far behind (a slow disk, a pipe nobody reads).");
+    sample(out, "cspd_access_log_dropped_total", "", double(sum.access_log_dropped));
     family(out, "cspd_reply_cache_bytes", "gauge", "Memory the reply cache holds now, bytes.");
     sample(out, "cspd_reply_cache_bytes", "", double(sum.cache_bytes));
 

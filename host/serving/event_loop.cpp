@@ -46,6 +46,10 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
       status_acceptor_(io_, "loop " + std::to_string(index) + " (status address)",
                        [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, true); }),
       tick_timer_(io_), drain_warning_(io_) {
+    if (options.access_log) {
+        access_lines_.emplace(*options.access_log, options.worker);
+        context_.access = &*access_lines_;
+    }
     connections_.on_emptied([this] {
         if (context_.draining && !taking_backlog_) {  // nothing left: let run() return now
             tick_timer_.cancel();
@@ -82,6 +86,7 @@ void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
     handlers_.attach_stats(slot);
     connections_.attach_stats(slot);
     router_.attach_stats(shared, slot);
+    if (access_lines_) access_lines_->count_dropped_in(slot.access_log_dropped);
 }
 
 void EventLoop::run() {
@@ -183,6 +188,7 @@ void EventLoop::tick() {
         if (ec) return;
         const std::uint32_t now = coarse_now_ms();
         connections_.for_each([now](Connection& c) { c.on_tick(now); });
+        if (access_lines_) access_lines_->hand_over();  // what the last second answered, in one write
         // Once draining, the tick is the only work left besides connections: let run() return.
         if (context_.draining && connections_.empty()) {
             drain_warning_.cancel();

@@ -10,6 +10,7 @@
 #include "handler/table.hpp"
 #include "http/date_cache.hpp"
 #include "routing/router.hpp"
+#include "serving/access_log.hpp"
 #include "serving/acceptor.hpp"
 #include "serving/block_pool.hpp"
 #include "serving/buffer_pool.hpp"
@@ -34,6 +35,8 @@ struct LoopOptions {
     ConnectionLimits connection;
     BuiltinOptions routing;
     std::size_t max_connections = 10000;  ///< this loop's share of --max-connections
+    AccessLog* access_log = nullptr;      ///< where the loop's lines go (--access-log), or none
+    unsigned worker = 0;                  ///< which worker the loop is in, for its access log lines
 };
 
 class EventLoop {
@@ -93,6 +96,7 @@ private:
     ConnectionList connections_;
     ReadWatch read_watch_{io_};
     Router router_;  // reads context_.draining for /-/ready
+    std::optional<AccessLines> access_lines_;  // with --access-log; outlives the connections
     LoopContext context_;
     Acceptor acceptor_;
     Acceptor status_acceptor_;  // open only with --status-listen, on one loop per process

@@ -35,6 +35,7 @@ struct ConnectionLimits {
     unsigned min_body_rate = 500;
 };
 
+class AccessLines;
 class BlockPool;
 class BlockingPool;
 struct LoopSlot;
@@ -52,6 +53,7 @@ struct LoopContext {
     std::shared_ptr<LoopInbox> inbox{};  ///< onto this loop's thread, from any thread
     BlockingPool* blocking = nullptr;  ///< the worker's pool for blocking handlers
     LoopSlot* slot = nullptr;          ///< this loop's shared counters, if any
+    AccessLines* access = nullptr;     ///< this loop's access log lines (--access-log), if any
     /// Where a connection builds its responses while it processes one read; empty between reads.
     std::string output{};
     bool draining = false;

@@ -126,7 +126,7 @@ void ReadWatch::dispatch() {
         Entry& entry = entries_[static_cast<std::size_t>(fd)];
         if (!entry.reader || !entry.in_set) continue;  // forgotten earlier in this batch
         if (!entry.wanted) {
-            // Readable while its connection does something else (writes, waits for an answer):
+            // Readable while its connection does not want to read (it writes, or holds all it may):
             // out of the set until it watches again, or level-triggering would repeat this.
             ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
             entry.in_set = false;

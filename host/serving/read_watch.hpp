@@ -1,4 +1,5 @@
-// Connections waiting for their next request, watched by an epoll set of the loop's own.
+// Connections waiting to read -- their next request, the client leaving while an answer is
+// owed, the end of a lingering close -- watched by an epoll set of the loop's own.
 // Why not Asio's waits: Asio's reactor is edge-triggered and re-arms a descriptor with an
 // epoll_ctl for every wait, one syscall per keep-alive request. This set is level-triggered: a
 // connection goes in once and stays while it keeps reading, so nothing is lost between passes

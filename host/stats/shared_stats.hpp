@@ -113,6 +113,7 @@ struct LoopSlot {
     Counter requests[5];  // every response, by status class
     Counter cache_hits, cache_misses;  // the reply cache: lookups for handlers that cache
     Counter cache_bytes;               // now
+    Counter access_log_dropped;        // lines the access log's writer was too far behind to take
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
 
     std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }

@@ -276,7 +276,9 @@ TEST_F(Rollback, AQuarantinedVersionGivesWayToTheOneItReplacedEverywhere) {
 
 class ShortWindow : public Rollback {
 protected:
-    ShortWindow() : Rollback({"--quarantine-window", "1"}) {}
+    // Short, so the replaced version is let go within the test; long enough that three crashes
+    // fit in it with two worker restarts between them (about half a second each under ASan).
+    ShortWindow() : Rollback({"--quarantine-window", "2"}) {}
 };
 
 TEST_F(ShortWindow, TheReplacedVersionIsLetGoOnceTheNewOneServedTheWindow) {

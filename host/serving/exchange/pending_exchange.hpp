@@ -65,6 +65,14 @@ public:
     /// the handler.
     void count_stream(Router& router);
 
+    /// For the access log, kept by the session that waits: when the request was routed
+    /// (monotonic), and the bytes of the answer sent so far, its head's among them.
+    struct Sent {
+        std::int64_t began_ns = 0;
+        std::uint64_t bytes = 0;
+        std::uint64_t head_bytes = 0;
+    } sent;
+
     /// The handler holds a reference from now until its finish has been taken in.
     void hand_to_handler() { self_ = shared_from_this(); }
 

@@ -133,13 +133,17 @@ SinkAction Http1Session::on_request(const HttpRequest& request) {
         ~ForgetCrashClient() { set_crash_client(-1, false); }
     } forget;
     if (work_->queued.empty()) set_crash_client(transport_.native_handle(), request.head, &out);
+    const std::size_t answer_began = out.size();
+    const std::int64_t began_ns = loop_.access ? monotonic_now_ns() : 0;
     Routed routed = loop_.router.respond(request, context, out);
     if (routed.pending) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
+        if (waiting_) waiting_->sent.began_ns = began_ns;
         work_->waiting_since = coarse_now_ms();
         close_after_answer_ = !context.keep_alive;
         return close_after_answer_ ? SinkAction::stop : SinkAction::pause;
     }
+    if (loop_.access) log_routed(request, routed, answer_began, routed.body_file.size, began_ns);
     if (routed.body_file.is_open()) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
         work_->queued.append_file(out, std::move(routed.body_file));
@@ -176,7 +180,9 @@ void Http1Session::on_parse_failure(HttpParser::Status status) {
         return;
     default: spdlog::debug("client {}:{}: bad request: {}", address_, port_, work_->parser.error_reason()); break;
     }
+    const std::size_t began = loop_.output.size();
     append_error(loop_.output, code, loop_.date.now(), false, false);
+    if (loop_.access) log_refusal(code, began);
     closing_ = true;
     linger_on_close_ = true;  // the client may still be sending (a refused body, say)
 }
@@ -252,6 +258,8 @@ void Http1Session::close() {
     const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
     state_ = State::closed;
     if (waiting_) {
+        // nginx's 499: the client left (or the server stopped) before its answer.
+        if (loop_.access) log_pending(*waiting_, 499, waiting_->streaming() ? waiting_->stream_status() : 0);
         waiting_->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
         owe_nothing();
     }

@@ -3,8 +3,9 @@
 // the loop's tick. The bytes move through the connection's Transport; the session is the
 // protocol, and its parser (http/parser) is an engine with no socket of its own.
 //
-// Reads: a read into a buffer lent by the loop, only once the transport is readable; between
-// requests the session waits in the loop's level-triggered set and holds no buffer. One that
+// Reads: into a buffer lent by the loop, tried at once when bytes are likely there (a new
+// connection, a full buffer last time), else once the transport is readable; between requests
+// the session waits in the loop's level-triggered set and holds no buffer. One that
 // has read nothing for a second (seen at the loop's once-a-second tick) is parked: it also
 // gives back its Work (the parser, the output queue, the buffer). A parked connection is about
 // 200 bytes. Parking, the tick's timeouts, the drain and lingering: http1_session_idle.cpp.
@@ -18,7 +19,9 @@
 
 #include "http/parser.hpp"
 #include "http/status.hpp"
+#include "routing/access_log_line.hpp"
 #include "routing/handler_call.hpp"
+#include "routing/router.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/connection.hpp"
 #include "serving/exchange/pending_exchange.hpp"
@@ -84,6 +87,8 @@ private:
     /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
     /// (CSP_ABORT_*), and the connection closes.
     void cut_stream(const char* why, int reason);
+    /// For the access log: `bytes` of the stream go out.
+    void count_stream_bytes(PendingExchange& pending, std::string_view bytes);
     /// Sends `bytes` now, or queues them behind a write that waits for the transport.
     void send_or_queue(std::string&& bytes);
     /// Waits for the answer, reading what the client sends meanwhile (to see it leave).
@@ -94,6 +99,28 @@ private:
     /// An answer is owed from now on (counted for /metrics), or no longer.
     void owe(std::shared_ptr<PendingExchange> pending);
     void owe_nothing();
+
+    /// What the access log says of one answer, besides its request and its client.
+    struct Answered {
+        int status = 0;
+        int intended_status = 0;  ///< with 499: what the client was going to get
+        std::uint64_t bytes = 0;
+        std::uint64_t body_bytes = 0;
+        std::int64_t began_ns = 0;  ///< monotonic, when the request was routed (0: unknown)
+        Responder responder = Responder::none;
+        const HandlerVersion* handler = nullptr;
+        bool cached = false;
+        std::string_view request_id;
+    };
+    /// With --access-log: a line for `answered` to `request` (null: it could not be parsed).
+    void log_access(const HttpRequest* request, const Answered& answered);
+    /// The line for an answer just built in `out` from `began` on (and `file_bytes` from a file).
+    void log_routed(const HttpRequest& request, const Routed& routed, std::size_t began, std::uint64_t file_bytes,
+                    std::int64_t began_ns);
+    /// The line for a pending exchange that ends: `status` sent (499: the client left first).
+    void log_pending(PendingExchange& pending, int status, int intended_status = 0);
+    /// The line for an answer the session made itself (a parse failure, a 408), from `began` on.
+    void log_refusal(HttpStatus status, std::size_t began);
 
     void read_now();
     /// Waits for readability without a read first, then read_now().

@@ -109,7 +109,9 @@ bool Http1Session::body_too_slow(std::uint32_t now) {
 void Http1Session::refuse_slow_body() {
     spdlog::info("client {}:{}: request body arriving slower than --min-body-rate {} B/s; answered 408", address_,
                  port_, loop_.limits.min_body_rate);
+    const std::size_t began = loop_.output.size();
     append_error(loop_.output, HttpStatus::request_timeout, loop_.date.now(), false, false);
+    if (loop_.access) log_refusal(HttpStatus::request_timeout, began);
     closing_ = true;
     linger_on_close_ = true;  // the client is still sending: a reset could destroy the 408
     send_output();  // may close, and so free, this connection: nothing follows

@@ -74,7 +74,14 @@ void Http1Session::answered(PendingExchange& pending, std::optional<int> returne
     }
     ResponseFrame frame = pending.frame();
     if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
-    pending.send_answer(returned, frame, loop_.router, loop_.date, loop_.output);
+    const std::size_t began = loop_.output.size();
+    const CallStatus status = pending.send_answer(returned, frame, loop_.router, loop_.date, loop_.output);
+    if (loop_.access) {
+        const std::string_view answer = std::string_view(loop_.output).substr(began);
+        pending.sent.bytes = answer.size();
+        pending.sent.head_bytes = response_head_size(answer);
+        log_pending(pending, code(status.sent));
+    }
     owe_nothing();
     if (close_after_answer_ || !frame.keep_alive) {
         closing_ = true;
@@ -123,7 +130,12 @@ void Http1Session::give_up_waiting(const char* why) {
     const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
     spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
                  port_);
+    const std::size_t began = loop_.output.size();
     waiting_->send_timeout(loop_.router, loop_.date, loop_.output);
+    if (loop_.access) {
+        waiting_->sent.bytes = waiting_->sent.head_bytes = loop_.output.size() - began;  // a short text body aside
+        log_pending(*waiting_, 504);
+    }
     owe_nothing();
     closing_ = true;  // what was pipelined behind it is not answered
     send_output();

@@ -21,10 +21,17 @@ void Http1Session::stream_output(PendingExchange& pending) {
     }
     std::string bytes = pending.stream().take();
     if (bytes.empty()) return;
+    count_stream_bytes(pending, bytes);
     // A HEAD request's stream is its head: the exchange is over once that is out, whatever the
     // handler goes on writing, and the connection goes on with what was pipelined behind it.
     if (pending.frame().head_only) end_after_head(pending);
     send_or_queue(std::move(bytes));
+}
+
+void Http1Session::count_stream_bytes(PendingExchange& pending, std::string_view bytes) {
+    // The first bytes taken from a stream begin with its head.
+    if (pending.sent.bytes == 0) pending.sent.head_bytes = response_head_size(bytes);
+    pending.sent.bytes += bytes.size();
 }
 
 void Http1Session::end_after_head(PendingExchange& pending) {
@@ -36,6 +43,7 @@ void Http1Session::end_after_head(PendingExchange& pending) {
 void Http1Session::stream_ended(PendingExchange& pending, std::optional<int> returned) {
     const bool clean = returned && *returned < 400;
     std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
+    count_stream_bytes(pending, rest);
     if (!clean) {
         const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
         spdlog::info("handler {}: stream to {}:{} cut short", version ? version->describe() : "?", address_, port_);
@@ -47,6 +55,7 @@ void Http1Session::stream_ended(PendingExchange& pending, std::optional<int> ret
 void Http1Session::stream_done(PendingExchange& pending, bool cut_short, int abort_reason) {
     const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
     pending.count_stream(loop_.router);
+    if (loop_.access) log_pending(pending, pending.stream_status());
     if (abort_reason) waiting_->drop(abort_reason);
     owe_nothing();
     last_request_ = coarse_now_ms();
@@ -72,6 +81,7 @@ void Http1Session::send_or_queue(std::string&& bytes) {
 void Http1Session::cut_stream(const char* why, int reason) {
     const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
     spdlog::warn("handler {}: {}; stream to {}:{} cut", version ? version->describe() : "?", why, address_, port_);
+    if (loop_.access) log_pending(*waiting_, waiting_->stream_status());  // what was sent of it
     waiting_->drop(reason);
     owe_nothing();
     close();

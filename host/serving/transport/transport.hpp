@@ -1,13 +1,14 @@
 // The bytes of one client connection: a TCP socket now; TLS next, as a record layer inside this
 // class (reads and writes carry plaintext, a file is read and encrypted where it is sent with
 // sendfile here, and bytes TLS already holds make wait_readable() answer without the socket).
-// Every recv, send and sendfile of a connection is here, each retried on EINTR once and
-// reporting "would block" as a result, not an error; so is the one way to wait for
+// Every recv, send and sendfile of a connection is here, in one place each: EINTR is retried
+// there, and "would block" is a result, not an error; so is the one way to wait for
 // readability (the loop's level-triggered ReadWatch), the wait for room to write (the
 // reactor), the half-close before lingering, and the close.
 //
-// A protocol session owns its transport and is its TransportUser. Waits hold the user alive
-// through TransportUser::share() until they fire or close() ends them. Loop thread only.
+// A protocol session owns its transport and is its TransportUser, held alive through
+// TransportUser::share(): by the loop's read set from the first wait_readable() until close(),
+// and by a wait for room until it fires or close() ends it. Loop thread only.
 #pragma once
 
 #include "serving/read_watch.hpp"
