@@ -12,6 +12,7 @@ std::int64_t read_ns(clockid_t clock) noexcept {
 }  // namespace
 
 std::int64_t unix_now_ms() noexcept { return read_ns(CLOCK_REALTIME) / 1'000'000; }
+std::int64_t unix_now_us() noexcept { return read_ns(CLOCK_REALTIME) / 1'000; }
 std::int64_t monotonic_now_ns() noexcept { return read_ns(CLOCK_MONOTONIC); }
 std::int64_t coarse_monotonic_now_ns() noexcept { return read_ns(CLOCK_MONOTONIC_COARSE); }
 std::uint32_t coarse_now_ms() noexcept { return std::uint32_t(read_ns(CLOCK_MONOTONIC_COARSE) / 1'000'000); }

@@ -7,6 +7,8 @@ namespace cspd {
 
 /// CLOCK_REALTIME, milliseconds since the epoch: for start and load times people read.
 std::int64_t unix_now_ms() noexcept;
+/// The same in microseconds: for access log lines.
+std::int64_t unix_now_us() noexcept;
 /// CLOCK_MONOTONIC, nanoseconds.
 std::int64_t monotonic_now_ns() noexcept;
 /// CLOCK_MONOTONIC_COARSE: same clock, a few milliseconds of resolution, several times cheaper.

@@ -117,14 +117,16 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     if (exchange.client.status_port() && path != "/metrics" && !path.starts_with("/-/"))
         return exchange.error(HttpStatus::not_found);
     // Let in past --max-connections so that probes still reach a flooded server: nothing else.
-    routed.responder = Responder::builtin;
-    if (exchange.client.lane == Lane::probe_reserve && path != "/-/healthy" && path != "/-/ready")
+    if (exchange.client.lane == Lane::probe_reserve && path != "/-/healthy" && path != "/-/ready") {
+        routed.responder = Responder::builtin;
         return builtin_.full(exchange);
-    routed.responder = Responder::none;
+    }
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
-    routed.responder = Responder::builtin;
     if (path.starts_with("/-/") || path == "/metrics")
-        if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) return *answered;
+        if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) {
+            routed.responder = Responder::builtin;
+            return *answered;
+        }
     routed.responder = Responder::static_file;
     return serve_static(www_, exchange, routed.body_file, static_options_, &static_cache_);
 }

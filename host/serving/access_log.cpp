@@ -1,5 +1,7 @@
 #include "serving/access_log.hpp"
 
+#include "common/clocks.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -166,7 +168,30 @@ bool AccessLog::write_out(std::string_view batch) {
     return true;
 }
 
-void AccessLines::add(AccessRecord& record) {
+void AccessLines::add(const ClientInfo& client, const HttpRequest* request, const AnswerFacts& facts) {
+    AccessRecord record;
+    record.unix_us = unix_now_us();
+    record.client_address = client.address;
+    record.client_port = client.port;
+    if (request) {
+        record.method = request->method;
+        record.target = request->target;
+        record.http_major = request->http_major;
+        record.http_minor = request->http_minor;
+        record.referer = request->header("referer");
+        record.user_agent = request->header("user-agent");
+    }
+    record.status = facts.status;
+    record.intended_status = facts.intended_status;
+    record.bytes = facts.bytes;
+    record.body_bytes = facts.body_bytes;
+    if (facts.began_ns)
+        record.duration_us = std::uint64_t(std::max<std::int64_t>(0, monotonic_now_ns() - facts.began_ns) / 1000);
+    record.responder = facts.responder;
+    record.handler = facts.handler;
+    record.handler_hash = facts.handler_hash;
+    record.cached = facts.cached;
+    record.request_id = facts.request_id;
     record.worker = worker_;
     append_access_line(lines_, record, log_.format(), time_);
     ++count_;

@@ -8,7 +8,9 @@
 // whole in one file. SIGUSR1 reopens it (logrotate's "move, then signal").
 #pragma once
 
+#include "http/request.hpp"
 #include "routing/access_log_line.hpp"
+#include "routing/exchange.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <chrono>
@@ -70,6 +72,27 @@ private:
     std::thread writer_;
 };
 
+/// What an access log line says of one answer, besides its request and its client: whatever the
+/// protocol, its session fills these in as the answer goes out.
+struct AnswerFacts {
+    int status = 0;
+    int intended_status = 0;  ///< with a 499: what the client was going to get (0: not known)
+    std::uint64_t bytes = 0;
+    std::uint64_t body_bytes = 0;
+    std::int64_t began_ns = 0;  ///< monotonic, when the request was routed (0: not known)
+    Responder responder = Responder::none;
+    std::string_view handler;  ///< the name and version of the handler that answered, if one did
+    std::uint64_t handler_hash = 0;
+    bool cached = false;
+    std::string_view request_id;
+
+    /// `answer` went out (the first bytes of an answer begin with its head).
+    void count_sent(std::string_view answer) {
+        body_bytes += answer.size() - (bytes == 0 ? response_head_size(answer) : 0);
+        bytes += answer.size();
+    }
+};
+
 /// A loop's lines, handed to its AccessLog in batches. Loop thread only.
 class AccessLines {
 public:
@@ -81,8 +104,9 @@ public:
     /// Lines the log could not take are counted in `dropped` (the loop's) from now on.
     void count_dropped_in(Counter& dropped) { dropped_ = &dropped; }
 
-    /// Formats `record` (as from `worker`) into the buffer; a full buffer goes to the log.
-    void add(AccessRecord& record);
+    /// A line for the answer `facts` describes to `request` (null: it could not be parsed) from
+    /// `client`, stamped now; a full buffer goes to the log.
+    void add(const ClientInfo& client, const HttpRequest* request, const AnswerFacts& facts);
     /// Hands what is buffered to the log (once a second, and at the loop's end).
     void hand_over();
 

@@ -132,11 +132,15 @@ TEST(AccessLogOverSockets, JsonLinesParseWhateverTheClientSent) {
 TEST(AccessLogOverSockets, PendingAndStreamedAnswersAreLoggedWhenTheyEndAndALeftClientAs499) {
     TempDir dir;
     const auto log = dir / "access.json";
-    TestServer server({"--workers", "1", "--access-log", log.string(), "--access-log-format", "json"}, false);
+    TestServer server({"--workers", "1", "--access-log", log.string(), "--access-log-format", "json",
+                       "--pending-timeout", "1"},
+                      false);
     std::filesystem::copy_file(test_handler("later.so"), server.handlers() / "later.so");
     std::filesystem::copy_file(test_handler("stream.so"), server.handlers() / "stream.so");
     server.start();
-    EXPECT_EQ(fetch(server.port(), "/csp/later/timer?ms=300")->status, 200);
+    const auto timer_answer = fetch(server.port(), "/csp/later/timer?ms=300");
+    ASSERT_TRUE(timer_answer);
+    EXPECT_EQ(timer_answer->status, 200);
     const auto streamed = fetch(server.port(), "/csp/stream/chunks?n=3");
     ASSERT_TRUE(streamed);
     EXPECT_EQ(streamed->status, 200);
@@ -145,6 +149,9 @@ TEST(AccessLogOverSockets, PendingAndStreamedAnswersAreLoggedWhenTheyEndAndALeft
         leaving.send("GET /csp/later/never HTTP/1.1\r\nHost: h\r\n\r\n");
         std::this_thread::sleep_for(200ms);
     }  // gone before its answer
+    const auto overdue = fetch(server.port(), "/csp/later/never?overdue");  // 504 past --pending-timeout
+    ASSERT_TRUE(overdue);
+    EXPECT_EQ(overdue->status, 504);
     std::map<std::string, nlohmann::json> by_target;
     ASSERT_TRUE(eventually(
         [&] {
@@ -152,13 +159,14 @@ TEST(AccessLogOverSockets, PendingAndStreamedAnswersAreLoggedWhenTheyEndAndALeft
                 const auto doc = nlohmann::json::parse(line);
                 by_target[doc["target"]] = doc;
             }
-            return by_target.size() == 3;
+            return by_target.size() == 4;
         },
         5s));
     const auto& timer = by_target["/csp/later/timer?ms=300"];
     EXPECT_EQ(timer["status"], 200);
     EXPECT_GE(timer["duration_us"].get<std::uint64_t>(), 300'000u);  // logged when it ended
-    EXPECT_GT(timer["body_bytes"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(timer["body_bytes"].get<std::size_t>(), timer_answer->body.size());
+    EXPECT_GT(timer["bytes"].get<std::size_t>(), timer_answer->body.size() + 40);  // and its head
     const auto& stream = by_target["/csp/stream/chunks?n=3"];
     EXPECT_EQ(stream["status"], 200);
     EXPECT_GT(stream["bytes"].get<std::uint64_t>(), stream["body_bytes"].get<std::uint64_t>());
@@ -166,6 +174,10 @@ TEST(AccessLogOverSockets, PendingAndStreamedAnswersAreLoggedWhenTheyEndAndALeft
     const auto& gone = by_target["/csp/later/never"];
     EXPECT_EQ(gone["status"], 499);
     EXPECT_GE(gone["duration_us"].get<std::uint64_t>(), 150'000u);
+    const auto& late = by_target["/csp/later/never?overdue"];
+    EXPECT_EQ(late["status"], 504);
+    EXPECT_EQ(late["body_bytes"].get<std::size_t>(), overdue->body.size());
+    EXPECT_GE(late["duration_us"].get<std::uint64_t>(), 1'000'000u);
 }
 
 TEST(AccessLogOverSockets, UnderWrkEveryResponseIsOnRecord) {

@@ -16,6 +16,7 @@
 
 #include "handler/pending.hpp"
 #include "routing/handler_call.hpp"
+#include "serving/access_log.hpp"
 #include "serving/loop_inbox.hpp"
 #include "serving/exchange/stream_outbox.hpp"
 
@@ -65,13 +66,9 @@ public:
     /// the handler.
     void count_stream(Router& router);
 
-    /// For the access log, kept by the session that waits: when the request was routed
-    /// (monotonic), and the bytes of the answer sent so far, its head's among them.
-    struct Sent {
-        std::int64_t began_ns = 0;
-        std::uint64_t bytes = 0;
-        std::uint64_t head_bytes = 0;
-    } sent;
+    /// For the access log, kept by the session that waits: when the request was routed, and
+    /// what of the answer has gone out.
+    AnswerFacts access;
 
     /// The handler holds a reference from now until its finish has been taken in.
     void hand_to_handler() { self_ = shared_from_this(); }

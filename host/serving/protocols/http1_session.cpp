@@ -138,7 +138,7 @@ SinkAction Http1Session::on_request(const HttpRequest& request) {
     Routed routed = loop_.router.respond(request, context, out);
     if (routed.pending) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
-        if (waiting_) waiting_->sent.began_ns = began_ns;
+        if (waiting_) waiting_->access.began_ns = began_ns;
         work_->waiting_since = coarse_now_ms();
         close_after_answer_ = !context.keep_alive;
         return close_after_answer_ ? SinkAction::stop : SinkAction::pause;

@@ -87,8 +87,6 @@ private:
     /// A stream cannot go on (it idled, or ignored back-pressure): its handler is told `reason`
     /// (CSP_ABORT_*), and the connection closes.
     void cut_stream(const char* why, int reason);
-    /// For the access log: `bytes` of the stream go out.
-    void count_stream_bytes(PendingExchange& pending, std::string_view bytes);
     /// Sends `bytes` now, or queues them behind a write that waits for the transport.
     void send_or_queue(std::string&& bytes);
     /// Waits for the answer, reading what the client sends meanwhile (to see it leave).
@@ -100,21 +98,8 @@ private:
     void owe(std::shared_ptr<PendingExchange> pending);
     void owe_nothing();
 
-    /// What the access log says of one answer, besides its request and its client.
-    struct Answered {
-        int status = 0;
-        int intended_status = 0;  ///< with 499: what the client was going to get
-        std::uint64_t bytes = 0;
-        std::uint64_t body_bytes = 0;
-        std::int64_t began_ns = 0;  ///< monotonic, when the request was routed (0: unknown)
-        Responder responder = Responder::none;
-        const HandlerVersion* handler = nullptr;
-        bool cached = false;
-        std::string_view request_id;
-    };
-    /// With --access-log: a line for `answered` to `request` (null: it could not be parsed).
-    void log_access(const HttpRequest* request, const Answered& answered);
-    /// The line for an answer just built in `out` from `began` on (and `file_bytes` from a file).
+    // With --access-log, a line for each answer (http1_session_access.cpp).
+    /// The line for an answer just built in the loop's output from `began` on (and `file_bytes` from a file).
     void log_routed(const HttpRequest& request, const Routed& routed, std::size_t began, std::uint64_t file_bytes,
                     std::int64_t began_ns);
     /// The line for a pending exchange that ends: `status` sent (499: the client left first).

@@ -77,9 +77,7 @@ void Http1Session::answered(PendingExchange& pending, std::optional<int> returne
     const std::size_t began = loop_.output.size();
     const CallStatus status = pending.send_answer(returned, frame, loop_.router, loop_.date, loop_.output);
     if (loop_.access) {
-        const std::string_view answer = std::string_view(loop_.output).substr(began);
-        pending.sent.bytes = answer.size();
-        pending.sent.head_bytes = response_head_size(answer);
+        pending.access.count_sent(std::string_view(loop_.output).substr(began));
         log_pending(pending, code(status.sent));
     }
     owe_nothing();
@@ -133,7 +131,7 @@ void Http1Session::give_up_waiting(const char* why) {
     const std::size_t began = loop_.output.size();
     waiting_->send_timeout(loop_.router, loop_.date, loop_.output);
     if (loop_.access) {
-        waiting_->sent.bytes = waiting_->sent.head_bytes = loop_.output.size() - began;  // a short text body aside
+        waiting_->access.count_sent(std::string_view(loop_.output).substr(began));
         log_pending(*waiting_, 504);
     }
     owe_nothing();

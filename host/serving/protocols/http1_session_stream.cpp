@@ -21,17 +21,11 @@ void Http1Session::stream_output(PendingExchange& pending) {
     }
     std::string bytes = pending.stream().take();
     if (bytes.empty()) return;
-    count_stream_bytes(pending, bytes);
+    pending.access.count_sent(bytes);
     // A HEAD request's stream is its head: the exchange is over once that is out, whatever the
     // handler goes on writing, and the connection goes on with what was pipelined behind it.
     if (pending.frame().head_only) end_after_head(pending);
     send_or_queue(std::move(bytes));
-}
-
-void Http1Session::count_stream_bytes(PendingExchange& pending, std::string_view bytes) {
-    // The first bytes taken from a stream begin with its head.
-    if (pending.sent.bytes == 0) pending.sent.head_bytes = response_head_size(bytes);
-    pending.sent.bytes += bytes.size();
 }
 
 void Http1Session::end_after_head(PendingExchange& pending) {
@@ -43,7 +37,7 @@ void Http1Session::end_after_head(PendingExchange& pending) {
 void Http1Session::stream_ended(PendingExchange& pending, std::optional<int> returned) {
     const bool clean = returned && *returned < 400;
     std::string rest = pending.stream().take();  // with the last chunk, when it ended cleanly
-    count_stream_bytes(pending, rest);
+    pending.access.count_sent(rest);
     if (!clean) {
         const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
         spdlog::info("handler {}: stream to {}:{} cut short", version ? version->describe() : "?", address_, port_);

@@ -36,14 +36,14 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
-AccessRecord record(std::string_view target) {
-    AccessRecord r;
-    r.unix_us = 1'796'228'913'000'000;
-    r.client_address = "127.0.0.1";
-    r.method = "GET";
-    r.target = target;
-    r.status = 200;
-    return r;
+/// A 200 for GET `target` from 127.0.0.1, as a session logs it.
+void add_line(AccessLines& lines, std::string_view target) {
+    HttpRequest request;
+    request.method = "GET";
+    request.target = target;
+    AnswerFacts facts;
+    facts.status = 200;
+    lines.add(ClientInfo{"127.0.0.1", 40000}, &request, facts);
 }
 
 TEST(AccessLog, LinesFromEveryLoopLandWholeInOneFile) {
@@ -57,10 +57,7 @@ TEST(AccessLog, LinesFromEveryLoopLandWholeInOneFile) {
             loops.emplace_back([&log, t] {
                 AccessLines lines(log, 0);
                 const std::string target = "/loop" + std::to_string(t) + "/" + std::string(100, 'x');
-                for (int i = 0; i < kLines; ++i) {
-                    AccessRecord r = record(target);
-                    lines.add(r);
-                }
+                for (int i = 0; i < kLines; ++i) add_line(lines, target);
             });  // each hands the rest over as it ends
         for (auto& loop : loops) loop.join();
     }  // the writer writes what it was given before it stops
@@ -87,10 +84,7 @@ TEST(AccessLog, APipeNobodyReadsMakesLoopsDropAndCountInsteadOfWaiting) {
         const std::string target(200, 'y');
         // Far more than the pipe and the writer's allowance hold together.
         const std::size_t enough = (AccessLog::kMaxBehind + (1 << 20)) / 200 * 2;
-        for (std::size_t i = 0; i < enough; ++i) {
-            AccessRecord r = record(target);
-            lines.add(r);
-        }
+        for (std::size_t i = 0; i < enough; ++i) add_line(lines, target);
         lines.hand_over();
         EXPECT_GT(read(dropped), 0u);
     }  // the writer gives up on the pipe within about a second
@@ -104,15 +98,13 @@ TEST(AccessLog, AfterAReopenNoLineGoesToTheOldFile) {
     auto log = std::make_unique<AccessLog>(path, AccessLogFormat::combined);
     {
         AccessLines lines(*log, 0);
-        AccessRecord r = record("/before");
-        lines.add(r);
+        add_line(lines, "/before");
     }
     std::filesystem::rename(path, dir / "access.log.1");  // logrotate moves it...
     log->reopen();                                         // ...then signals
     {
         AccessLines lines(*log, 0);
-        AccessRecord r = record("/after");
-        lines.add(r);
+        add_line(lines, "/after");
     }
     log.reset();  // writes what it was given
     const std::string old_file = read_file(dir / "access.log.1"), new_file = read_file(path);
