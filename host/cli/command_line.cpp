@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -45,7 +46,7 @@ DefaultFolders default_folders() {
 /// a path), turned into Config by apply().
 struct Readings {
     std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder, access_log,
-        access_log_format = "combined";
+        access_log_format = "combined", certs_dir;
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
          insecure_handlers = false;
 
@@ -65,6 +66,7 @@ struct Readings {
         config.probes = !no_probes;
         config.handlers_dir = handlers_dir;
         config.www_dir = www_dir;
+        config.certs_dir = certs_dir;
     }
 };
 
@@ -98,6 +100,27 @@ void add_serving_options(CLI::App& app, Config& config, Readings& read) {
                    "combined (nginx's, for goaccess and the like) or json (one object per line)")
         ->capture_default_str()
         ->check(CLI::IsMember({"combined", "json"}))
+        ->group(group);
+}
+
+void add_tls_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "HTTPS";
+    auto* tls_port = app.add_option("--tls-port", config.tls_port,
+                                    "also serve HTTPS on this TCP port, on --bind (0: any free port, logged)")
+                         ->group(group);
+    app.add_option("--certs", read.certs_dir,
+                   "folder of certificates, watched: NAME.pem (key and chain) or NAME.crt + NAME.key; SNI chooses "
+                   "among them, default.pem (else the first by name) answers the rest")
+        ->needs(tls_port)
+        ->group(group);
+    app.add_flag("--tls-self-signed", config.tls_self_signed,
+                 "when no certificate in --certs serves, make one for localhost, 127.0.0.1 and ::1 at start "
+                 "(for trying HTTPS out)")
+        ->needs(tls_port)
+        ->group(group);
+    app.add_flag("--https-redirect", config.https_redirect,
+                 "the plain port answers 308 to the same URL over HTTPS (the /-/ probes excepted)")
+        ->needs(tls_port)
         ->group(group);
 }
 
@@ -284,6 +307,7 @@ Invocation parse_command_line(int argc, char** argv) {
     CLI::App app{"cspd: serves C/C++ shared-object handlers at /csp/NAME, reloading them as files change"};
     app.set_version_flag("--version", std::string("cspd ") + CSPD_VERSION);
     add_serving_options(app, config, read);
+    add_tls_options(app, config, read);
     add_process_options(app, config, read);
     add_request_limits(app, config, read);
     add_handler_options(app, config, read);
@@ -314,6 +338,10 @@ Invocation parse_command_line(int argc, char** argv) {
         return invocation;
     }
     read.apply(config);
+    if (config.tls_port && config.certs_dir.empty() && !config.tls_self_signed) {
+        std::fprintf(stderr, "--tls-port needs certificates: --certs DIR, or --tls-self-signed to try it out\n");
+        invocation.exit_code = 2;
+    }
     return invocation;
 }
 

@@ -4,6 +4,7 @@
 #include "routing/access_log_line.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace cspd {
@@ -11,6 +12,10 @@ namespace cspd {
 struct Config {
     std::string bind_address = "0.0.0.0";
     unsigned short port = 8080;          ///< 0: the kernel picks one, logged at start-up
+    std::optional<unsigned short> tls_port;  ///< --tls-port: HTTPS here too (0: the kernel picks one)
+    std::filesystem::path certs_dir;         ///< --certs: watched for NAME.pem, NAME.crt + NAME.key
+    bool tls_self_signed = false;            ///< no certificate serves: make one for localhost
+    bool https_redirect = false;             ///< the plain port answers 308 to https://
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files
     unsigned workers = 1;                ///< worker processes under a master; 0 = one process, no master

@@ -2,6 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "handler/private_folders.hpp"
+#include "process/certificate_watch.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -43,7 +44,7 @@ class Supervisor {
 public:
     Supervisor(const Config& config, const std::vector<std::string>& argv)
         : config_(config), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
-          spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_)),
+          spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_, tls_port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
           succession_(config, workers_, banks_, ledger_,
@@ -230,10 +231,11 @@ private:
         if (all && !announced_all_ && !stopping_) {
             announced_all_ = true;
             // Said once every worker has read the handlers folder: from here on, requests find them.
-            spdlog::info("cspd listening on {}:{} with {} worker process(es) × {} event loop(s); handlers from {}, "
+            spdlog::info("cspd listening on {}:{}{} with {} worker process(es) × {} event loop(s); handlers from {}, "
                          "static files from {}",
-                         config_.bind_address, port_, workers_.size(), config_.threads, config_.handlers_dir.string(),
-                         config_.www_dir.string());
+                         config_.bind_address, port_,
+                         config_.tls_port ? fmt::format(" (HTTPS on {})", tls_port_) : std::string(), workers_.size(),
+                         config_.threads, config_.handlers_dir.string(), config_.www_dir.string());
             notifier_.ready(fmt::format("serving on {}:{} with {} worker(s) × {} loop(s)", config_.bind_address, port_,
                                         workers_.size(), config_.threads));
         }
@@ -310,6 +312,7 @@ private:
     SharedStats& stats_;
     std::optional<SharedStore> store_;  // every worker maps it: it outlives their restarts
     unsigned short port_ = 0;
+    unsigned short tls_port_ = 0;
     WorkerSpawner spawner_;
     CrashLedger ledger_;
     Watchdog watchdog_;
@@ -336,6 +339,8 @@ int Master::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
     if (!config_.access_log.empty()) AccessLog::check(config_.access_log);  // here, not in a crash loop of workers
+    if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
+        throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
     if (config_.loops_total() > kMaxSlots)
         throw std::runtime_error("--workers × --threads is at most " + std::to_string(kMaxSlots));
@@ -343,6 +348,7 @@ int Master::run() {
     PrivateFolder server_folder;
     config_.server_folder = server_folder.path();
     argv_.insert(argv_.end(), {"--server-folder", server_folder.path().string()});
+    make_self_signed_for_workers(config_);
     Supervisor supervisor(config_, argv_);
     return supervisor.run();
 }

@@ -4,6 +4,7 @@
 #include "common/crash_context.hpp"
 #include "handler/host_services.hpp"
 #include "handler/private_folders.hpp"
+#include "process/certificate_watch.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/handler_supply.hpp"
 #include "process/lifecycle_signals.hpp"
@@ -80,11 +81,13 @@ public:
         make_loops();
         unblock_lifecycle_signals();  // before any loop thread starts: they inherit this mask
         supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
+        if (config_.tls_port) certificates_.emplace(control_, config_, loops_, self_signed_certificate(config_));
     }
 
     int run() {
         wait_for_stop();
         load_first_versions();
+        if (certificates_) certificates_->start();
         start_loops();
         announce();
         wait_for_requests();
@@ -114,20 +117,27 @@ private:
 
     void make_loops() {
         port_ = config_.port;
+        tls_port_ = config_.tls_port.value_or(0);
         const LoopOptions options = loop_options(config_, access_log_.get(), role_ ? role_->index : 0);
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
-            const int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(t)
+            const int fd = role_ ? WorkerRole::listener_fd(t)
                                  : open_listener(config_.bind_address, port_);
             // With --port 0 the first loop learns the port; the others join it.
             if (!role_) port_ = bound_port(fd);
             loops_.back()->adopt_listener(fd);
+            if (config_.tls_port) {
+                const int tls_fd = role_ ? WorkerRole::tls_listener_fd(config_.threads, t)
+                                         : open_listener(config_.bind_address, tls_port_);
+                if (!role_) tls_port_ = bound_port(tls_fd);
+                loops_.back()->adopt_tls_listener(tls_fd);
+            }
             loops_.back()->attach_stats(stats_, stats_.slots[first_slot_ + t]);
         }
         if (config_.status_listen.empty()) return;
         // Shared by every worker (operators' traffic is light); the first loop of each accepts on it.
-        int fd = role_ ? WorkerRole::kFirstListenerFd + static_cast<int>(config_.threads) : -1;
+        int fd = role_ ? WorkerRole::status_listener_fd(config_.threads) : -1;
         if (!role_) {
             const HostPort where = parse_host_port(config_.status_listen);
             fd = open_listener(where.address, where.port);
@@ -161,9 +171,10 @@ private:
             spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops_.size());
             return;
         }
-        spdlog::info("cspd listening on {}:{} with {} event loop(s) in one process (no supervision); handlers "
+        spdlog::info("cspd listening on {}:{}{} with {} event loop(s) in one process (no supervision); handlers "
                      "from {}, static files from {}",
-                     config_.bind_address, port_, loops_.size(), config_.handlers_dir.string(), config_.www_dir.string());
+                     config_.bind_address, port_, config_.tls_port ? fmt::format(" (HTTPS on {})", tls_port_) : "",
+                     loops_.size(), config_.handlers_dir.string(), config_.www_dir.string());
         notifier_.emplace();
         notifier_->ready(fmt::format("serving on {}:{} with {} loop(s), one process", config_.bind_address, port_,
                                      loops_.size()));
@@ -229,6 +240,7 @@ private:
         stopping_ = true;
         requests_.cancel();
         stuck_check_.cancel();
+        if (certificates_) certificates_->stop();
         keep_alive_.cancel();
         if (notifier_)
             notifier_->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
@@ -288,9 +300,11 @@ private:
     std::unique_ptr<AccessLog> access_log_;  // before the loops: they hand it their lines to the end
     std::vector<std::unique_ptr<EventLoop>> loops_;
     unsigned short port_ = 0;
+    unsigned short tls_port_ = 0;
     asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting
     asio::signal_set signals_, requests_;
     std::optional<HandlerSupply> supply_;
+    std::optional<CertificateWatch> certificates_;
     std::vector<std::thread> threads_;
     std::optional<ServiceNotifier> notifier_;
     asio::steady_timer keep_alive_, stuck_check_, drain_deadline_;
@@ -305,6 +319,8 @@ Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::mov
 int Server::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
+    if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
+        throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
     return Worker(config_, role_).run();
 }
 

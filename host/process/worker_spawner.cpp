@@ -19,13 +19,15 @@
 namespace cspd {
 
 WorkerSpawner::WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
-                             std::vector<UniqueFd> listeners, UniqueFd status_listener)
+                             std::vector<UniqueFd> listeners, UniqueFd status_listener,
+                             std::vector<UniqueFd> tls_listeners)
     : argv_(std::move(argv)), threads_(threads), stats_(above_worker_fds(std::move(stats), threads)),
       store_(store ? above_worker_fds(std::move(store), threads) : UniqueFd()),
-      listeners_(std::move(listeners)), status_listener_(std::move(status_listener)) {}
+      listeners_(std::move(listeners)), status_listener_(std::move(status_listener)),
+      tls_listeners_(std::move(tls_listeners)) {}
 
 UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, unsigned threads) {
-    const int highest = WorkerRole::kFirstListenerFd + static_cast<int>(threads);
+    const int highest = WorkerRole::highest_fd(threads);
     if (fd.get() > highest) return fd;
     const int high = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, highest + 1);
     if (high < 0) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
@@ -45,11 +47,13 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) cons
     posix_spawn_file_actions_adddup2(&actions, stats_.get(), WorkerRole::kStatsFd);
     if (store_) posix_spawn_file_actions_adddup2(&actions, store_.get(), WorkerRole::kStoreFd);
     for (unsigned t = 0; t < threads_; ++t)
-        posix_spawn_file_actions_adddup2(&actions, listeners_[index * threads_ + t].get(),
-                                         WorkerRole::kFirstListenerFd + static_cast<int>(t));
+        posix_spawn_file_actions_adddup2(&actions, listeners_[index * threads_ + t].get(), WorkerRole::listener_fd(t));
     if (status_listener_)
-        posix_spawn_file_actions_adddup2(&actions, status_listener_.get(),
-                                         WorkerRole::kFirstListenerFd + static_cast<int>(threads_));
+        posix_spawn_file_actions_adddup2(&actions, status_listener_.get(), WorkerRole::status_listener_fd(threads_));
+    if (!tls_listeners_.empty())
+        for (unsigned t = 0; t < threads_; ++t)
+            posix_spawn_file_actions_adddup2(&actions, tls_listeners_[index * threads_ + t].get(),
+                                             WorkerRole::tls_listener_fd(threads_, t));
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     // Blocked until the worker has its handlers: an early SIGTERM drains it instead of killing it.
@@ -67,17 +71,25 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error) cons
 void WorkerSpawner::close_listeners() {
     listeners_.clear();
     status_listener_.reset();
+    tls_listeners_.clear();
 }
 
 WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::string>& argv,
                                   const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
-                                  unsigned short& port) {
+                                  unsigned short& port, unsigned short& tls_port) {
     std::vector<UniqueFd> listeners;
     port = config.port;
     for (unsigned i = 0; i < config.loops_total(); ++i) {
         listeners.push_back(
             WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port)), config.threads));
         port = bound_port(listeners.back().get());  // --port 0: the first socket picks, the rest join it
+    }
+    std::vector<UniqueFd> tls_listeners;
+    tls_port = config.tls_port.value_or(0);
+    for (unsigned i = 0; config.tls_port && i < config.loops_total(); ++i) {
+        tls_listeners.push_back(
+            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, tls_port)), config.threads));
+        tls_port = bound_port(tls_listeners.back().get());
     }
     UniqueFd status;
     if (!config.status_listen.empty()) {
@@ -93,7 +105,7 @@ WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::s
         if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
     }
     return WorkerSpawner(argv, config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
-                         std::move(status));
+                         std::move(status), std::move(tls_listeners));
 }
 
 }  // namespace cspd

@@ -1,5 +1,5 @@
 // Starts worker processes: /proc/self/exe with the master's command line plus the
-// worker's role, the shared counters and the worker's listening sockets dup'ed to the
+// worker's role, the shared counters and the worker's listening sockets (plain, status, HTTPS) dup'ed to the
 // fixed numbers of WorkerRole, and the lifecycle signals blocked until the worker has
 // its handlers for them. It owns those descriptors for the master.
 #pragma once
@@ -22,14 +22,16 @@ class WorkerSpawner {
 public:
     /// Opens the listening sockets (--port, --status-listen) here, so that they outlive any
     /// worker, and takes copies of the shared counters' and store's descriptors. `port` gets the
-    /// port bound (--port 0: the first socket picks, the rest join it). Throws on failure.
+    /// port bound (--port 0: the first socket picks, the rest join it), `tls_port` --tls-port's.
+    /// Throws on failure.
     static WorkerSpawner open(const Config& config, const std::vector<std::string>& argv,
                               const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
-                              unsigned short& port);
+                              unsigned short& port, unsigned short& tls_port);
 
-    /// `listeners` holds `threads` sockets per worker; `store` and `status_listener` may be empty.
+    /// `listeners` holds `threads` sockets per worker, and so does `tls_listeners` if not empty;
+    /// `store` and `status_listener` may be empty.
     WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
-                  std::vector<UniqueFd> listeners, UniqueFd status_listener);
+                  std::vector<UniqueFd> listeners, UniqueFd status_listener, std::vector<UniqueFd> tls_listeners);
 
     /// Moves `fd` above the numbers workers receive, so that no dup2 at spawn overwrites a
     /// descriptor another dup2 still has to read. Throws on failure.
@@ -49,6 +51,7 @@ private:
     UniqueFd store_;
     std::vector<UniqueFd> listeners_;
     UniqueFd status_listener_;
+    std::vector<UniqueFd> tls_listeners_;
 };
 
 }  // namespace cspd

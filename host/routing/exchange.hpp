@@ -27,6 +27,7 @@ struct ClientInfo {
     std::string_view address;  ///< "127.0.0.1"
     unsigned short port = 0;
     Lane lane = Lane::public_port;
+    bool secure = false;  ///< came over TLS
     bool status_port() const { return lane == Lane::status_port; }
 };
 

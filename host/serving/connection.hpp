@@ -42,11 +42,15 @@ public:
 
     std::shared_ptr<TransportUser> share() final;
 
+    /// Speaks TLS with the certificates of `contexts` (the HTTPS port): before start(). False
+    /// (logged) if it cannot: close() it.
+    bool begin_tls(std::shared_ptr<const TlsContexts> contexts) { return transport_.start_tls(std::move(contexts)); }
+
     Connection* prev = nullptr;  // ConnectionList's links
     Connection* next = nullptr;
 
 protected:
-    ClientInfo client() const { return ClientInfo{address_, port_, lane_}; }
+    ClientInfo client() const { return ClientInfo{address_, port_, lane_, transport_.is_tls()}; }
 
     LoopContext& loop_;
     Transport transport_;

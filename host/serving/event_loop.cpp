@@ -6,6 +6,7 @@
 #include "serving/protocols/http1_session.hpp"
 #include "serving/loop_inbox.hpp"
 #include "stats/shared_stats.hpp"
+#include "tls/tls_contexts.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -42,9 +43,11 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
                .reads = read_watch_,
                .inbox = std::make_shared<LoopInbox>(io_)},
       acceptor_(io_, "loop " + std::to_string(index),
-                [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, false); }),
+                [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::plain); }),
       status_acceptor_(io_, "loop " + std::to_string(index) + " (status address)",
-                       [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, true); }),
+                       [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::status); }),
+      tls_acceptor_(io_, "loop " + std::to_string(index) + " (HTTPS)",
+                    [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::tls); }),
       tick_timer_(io_), drain_warning_(io_) {
     if (options.access_log) {
         access_lines_.emplace(*options.access_log, options.worker);
@@ -66,6 +69,7 @@ EventLoop::~EventLoop() {
     connections_.for_each([](Connection& c) { c.close(); });
     acceptor_.close();
     status_acceptor_.close();
+    tls_acceptor_.close();
     tick_timer_.cancel();
     drain_warning_.cancel();
     io_.restart();
@@ -79,6 +83,12 @@ EventLoop::~EventLoop() {
 void EventLoop::adopt_listener(int fd) { acceptor_.adopt(fd); }
 
 void EventLoop::adopt_status_listener(int fd) { status_acceptor_.adopt(fd); }
+
+void EventLoop::adopt_tls_listener(int fd) { tls_acceptor_.adopt(fd); }
+
+void EventLoop::use_certificates(std::shared_ptr<const TlsContexts> contexts) {
+    post([this, contexts = std::move(contexts)]() mutable { context_.tls = std::move(contexts); });
+}
 
 void EventLoop::attach_stats(SharedStats& shared, LoopSlot& slot) {
     slot_ = &slot;
@@ -99,6 +109,7 @@ void EventLoop::run() {
     context_.inbox->bind_to_this_thread();
     acceptor_.start();
     status_acceptor_.start();
+    tls_acceptor_.start();
     tick();
     io_.run();
 }
@@ -119,9 +130,11 @@ void EventLoop::begin_drain(std::chrono::seconds deadline) {
         // (they are answered with Connection: close) before closing it, which would reset them.
         taking_backlog_ = true;
         acceptor_.take_backlog();
+        tls_acceptor_.take_backlog();
         taking_backlog_ = false;
         acceptor_.close();
         status_acceptor_.close();
+        tls_acceptor_.close();
         if (connections_.empty()) {
             tick_timer_.cancel();
             drain_warning_.cancel();
@@ -144,10 +157,19 @@ std::optional<Lane> EventLoop::lane_for(bool status_port) const {
     return std::nullopt;
 }
 
-void EventLoop::admit(int fd, const tcp::endpoint& peer, bool status_port) {
-    const std::optional<Lane> lane = lane_for(status_port);
+void EventLoop::admit(int fd, const tcp::endpoint& peer, Port port) {
+    const std::optional<Lane> lane = lane_for(port == Port::status);
     if (!lane) {
-        refuse_overload(fd);
+        if (port == Port::tls)
+            ::close(fd);  // a cleartext 503 would be garbage to a TLS client
+        else
+            refuse_overload(fd);
+        say_overloaded();
+        return;
+    }
+    if (port == Port::tls && !context_.tls) {
+        say_no_certificate();
+        ::close(fd);
         return;
     }
     if (*lane == Lane::probe_reserve) say_overloaded();  // answered 503 unless it is a probe
@@ -160,7 +182,19 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, bool status_port) {
         ::close(fd);
         return;
     }
+    if (port == Port::tls && !connection->begin_tls(context_.tls)) {
+        connection->close();
+        return;
+    }
     connection->start();
+}
+
+void EventLoop::say_no_certificate() {
+    const std::uint32_t second = coarse_now_ms() / 1000;
+    if (last_no_certificate_log_ != second) {
+        last_no_certificate_log_ = second;
+        spdlog::error("loop {}: an HTTPS connection came but no certificate serves (see --certs); closing it", index_);
+    }
 }
 
 void EventLoop::refuse_overload(int fd) {
@@ -169,7 +203,6 @@ void EventLoop::refuse_overload(int fd) {
     append_error(answer, HttpStatus::service_unavailable, date_.now(), false, false);
     ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
-    say_overloaded();
 }
 
 void EventLoop::say_overloaded() {

@@ -28,6 +28,7 @@
 namespace cspd {
 
 class StaticFiles;
+class TlsContexts;
 struct LoopSlot;
 struct SharedStats;
 
@@ -50,6 +51,10 @@ public:
     void adopt_listener(int fd);
     /// Takes over the --status-listen socket: its connections may ask for /-/status and /metrics.
     void adopt_status_listener(int fd);
+    /// Takes over an HTTPS listening socket (--tls-port): its connections speak TLS.
+    void adopt_tls_listener(int fd);
+    /// Thread-safe: new HTTPS connections are served with `contexts` (null: refused, none serves).
+    void use_certificates(std::shared_ptr<const TlsContexts> contexts);
     /// Counts into `slot` of the shared counters; `shared` also answers /metrics and /-/status.
     void attach_stats(SharedStats& shared, LoopSlot& slot);
 
@@ -76,8 +81,11 @@ public:
     void attach_blocking_pool(BlockingPool& pool) { context_.blocking = &pool; }
 
 private:
+    enum class Port : std::uint8_t { plain, tls, status };
     /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
-    void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, bool status_port);
+    void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, Port port);
+    /// At most once a second: an HTTPS connection came while no certificate serves.
+    void say_no_certificate();
     /// The budget a new connection falls in, or nullopt: refused.
     std::optional<Lane> lane_for(bool status_port) const;
     /// At most once a second: the public port is full.
@@ -100,9 +108,11 @@ private:
     LoopContext context_;
     Acceptor acceptor_;
     Acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
+    Acceptor tls_acceptor_;     // open only with --tls-port
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer drain_warning_;
     std::uint32_t last_overload_log_ = ~0u;
+    std::uint32_t last_no_certificate_log_ = ~0u;
     bool taking_backlog_ = false;  // the drain takes the backlog: an empty list does not end the loop yet
     LoopSlot* slot_ = nullptr;
 };

@@ -36,6 +36,7 @@ struct ConnectionLimits {
 };
 
 class AccessLines;
+class TlsContexts;
 class BlockPool;
 class BlockingPool;
 struct LoopSlot;
@@ -54,6 +55,8 @@ struct LoopContext {
     BlockingPool* blocking = nullptr;  ///< the worker's pool for blocking handlers
     LoopSlot* slot = nullptr;          ///< this loop's shared counters, if any
     AccessLines* access = nullptr;     ///< this loop's access log lines (--access-log), if any
+    /// The certificates new HTTPS connections are served with; null while none can serve.
+    std::shared_ptr<const TlsContexts> tls{};
     /// Where a connection builds its responses while it processes one read; empty between reads.
     std::string output{};
     bool draining = false;

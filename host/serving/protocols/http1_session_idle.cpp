@@ -129,7 +129,9 @@ void Http1Session::on_tick(std::uint32_t now) {
     switch (state_) {
     case State::reading:
     case State::parked:
-        if (work_ && work_->parser.in_body()) {
+        if (transport_.handshaking()) {
+            if (passed(last_request_, config.header_timeout_s)) close();  // a TLS handshake that stalls
+        } else if (work_ && work_->parser.in_body()) {
             if (passed(last_read_, config.header_timeout_s)) close();  // the body stalled
             else if (config.min_body_rate && body_too_slow(now)) refuse_slow_body();
         } else if (mid_request()) {

@@ -1,5 +1,9 @@
 #include "serving/transport/transport.hpp"
 
+#include "serving/transport/tls_stream.hpp"
+#include "tls/tls_contexts.hpp"
+
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/ioctl.h>
@@ -17,13 +21,31 @@ namespace {
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 }  // namespace
 
+Transport::Extras::~Extras() = default;
+
 Transport::~Transport() {
     // Not close(): the loop's set holds its users alive, so a transport that dies is in none, and
     // at the loop's end that set may be gone first. The reactor's socket closes itself.
-    if (fd_ >= 0 && !socket_) ::close(fd_);
+    if (fd_ >= 0 && !(extras_ && extras_->socket)) ::close(fd_);
 }
 
+bool Transport::ensure_extras() {
+    if (extras_) return true;
+    extras_.reset(new (std::nothrow) Extras());
+    return extras_ != nullptr;
+}
+
+bool Transport::start_tls(std::shared_ptr<const TlsContexts> contexts) {
+    if (ensure_extras()) extras_->tls = TlsStream::accept(std::move(contexts), fd_);
+    if (is_tls()) return true;
+    spdlog::error("no memory for a TLS session; closing the connection");
+    return false;
+}
+
+bool Transport::handshaking() const { return is_tls() && !extras_->tls->handshake_done(); }
+
 Transport::Moved Transport::read(char* into, std::size_t room) {
+    if (is_tls()) return extras_->tls->read(fd_, into, room);
     ssize_t n;
     do {
         n = ::recv(fd_, into, room, MSG_DONTWAIT);
@@ -34,6 +56,7 @@ Transport::Moved Transport::read(char* into, std::size_t room) {
 }
 
 Transport::Moved Transport::write(std::string_view bytes) {
+    if (is_tls()) return extras_->tls->write(bytes);
     std::size_t sent = 0;
     while (sent < bytes.size()) {
         const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -49,6 +72,7 @@ Transport::Moved Transport::write(std::string_view bytes) {
 }
 
 Transport::Moved Transport::send_file(int file, std::uint64_t offset, std::size_t count) {
+    if (is_tls()) return extras_->tls->send_file(file, offset, count);
     for (;;) {
         off_t at = static_cast<off_t>(offset);
         const ssize_t n = ::sendfile(fd_, file, &at, count);
@@ -68,49 +92,75 @@ Transport::Io Transport::discard_input() {
 
 std::size_t Transport::unread_bytes() const {
     int unread = 0;
-    return ::ioctl(fd_, FIONREAD, &unread) == 0 && unread > 0 ? static_cast<std::size_t>(unread) : 0;
+    const std::size_t in_tls = is_tls() ? extras_->tls->buffered() : 0;
+    return in_tls + (::ioctl(fd_, FIONREAD, &unread) == 0 && unread > 0 ? static_cast<std::size_t>(unread) : 0);
 }
 
 bool Transport::wait_readable(TransportUser& user) {
+    if (is_tls()) {
+        TlsStream& tls = *extras_->tls;
+        if (tls.read_needs_room()) return wait_for_room(user, true);
+        if (tls.has_buffered()) {
+            // Decrypted already: the socket may never become readable for it.
+            boost::asio::post(reads_.io(), [user = user.share()] { user->on_readable(); });
+            return true;
+        }
+    }
     if (reads_.rewatch(fd_)) return true;  // between keep-alive requests: already in the set
     // ReadWatch::watch logs why when the kernel refuses.
     return reads_.watch(fd_, user.share());
 }
 
 bool Transport::ensure_reactor_socket() {
-    if (socket_) return true;
+    if (!ensure_extras()) {
+        spdlog::error("no memory to watch a connection for room to write; closing it");
+        return false;
+    }
+    std::unique_ptr<Socket>& socket = extras_->socket;
+    if (socket) return true;
     boost::system::error_code ec;
     try {
-        socket_ = std::make_unique<Socket>(reads_.io().get_executor());
+        socket = std::make_unique<Socket>(reads_.io().get_executor());
     } catch (const std::bad_alloc&) {
         spdlog::error("no memory to watch a connection for room to write; closing it");
         return false;
     }
-    socket_->assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
+    socket->assign(ipv6_ ? tcp::v6() : tcp::v4(), fd_, ec);
     if (ec) {
         spdlog::warn("cannot watch a connection for room to write: {}; closing it", ec.message());
-        socket_.reset();  // fd_ is still ours alone
+        socket.reset();  // fd_ is still ours alone
         return false;
     }
     return true;
 }
 
-bool Transport::wait_writable(TransportUser& user) {
+bool Transport::wait_for_room(TransportUser& user, bool reading) {
     if (!ensure_reactor_socket()) return false;
-    socket_->async_wait(tcp::socket::wait_write, [user = user.share()](const boost::system::error_code& ec) {
-        if (!ec) user->on_writable();
-    });
+    extras_->socket->async_wait(tcp::socket::wait_write,
+                                [user = user.share(), reading](const boost::system::error_code& ec) {
+                                    if (ec) return;
+                                    if (reading)
+                                        user->on_readable();
+                                    else
+                                        user->on_writable();
+                                });
     return true;
 }
 
-bool Transport::shutdown_write() { return ::shutdown(fd_, SHUT_WR) == 0; }
+bool Transport::wait_writable(TransportUser& user) { return wait_for_room(user, false); }
+
+bool Transport::shutdown_write() {
+    if (is_tls()) extras_->tls->say_goodbye();
+    return ::shutdown(fd_, SHUT_WR) == 0;
+}
 
 void Transport::close() {
     if (fd_ < 0) return;
     reads_.forget(fd_);
-    if (socket_) {
+    if (is_tls()) extras_->tls->say_goodbye();
+    if (extras_ && extras_->socket) {
         boost::system::error_code ec;
-        socket_->close(ec);  // a wait for room ends as aborted, and lets its user go
+        extras_->socket->close(ec);  // a wait for room ends as aborted, and lets its user go
     } else {
         ::close(fd_);
     }

@@ -1,6 +1,7 @@
-// The bytes of one client connection: a TCP socket now; TLS next, as a record layer inside this
-// class (reads and writes carry plaintext, a file is read and encrypted where it is sent with
-// sendfile here, and bytes TLS already holds make wait_readable() answer without the socket).
+// The bytes of one client connection: a TCP socket, and on the HTTPS port a TLS record layer
+// inside this class (TlsStream): reads and writes carry plaintext either way, a file is read
+// and encrypted where plain TCP uses sendfile, and bytes TLS already holds make
+// wait_readable() answer without the socket.
 // Every recv, send and sendfile of a connection is here, in one place each: EINTR is retried
 // there, and "would block" is a result, not an error; so is the one way to wait for
 // readability (the loop's level-triggered ReadWatch), the wait for room to write (the
@@ -35,6 +36,9 @@ protected:
     ~TransportUser() = default;
 };
 
+class TlsContexts;
+class TlsStream;
+
 class Transport {
 public:
     enum class Io : std::uint8_t {
@@ -51,12 +55,19 @@ public:
     /// Takes ownership of `fd`, a non-blocking connected socket, and watches it through `reads`.
     Transport(ReadWatch& reads, int fd, bool ipv6) noexcept : reads_(reads), fd_(fd), ipv6_(ipv6) {}
     ~Transport();
+    /// Speaks TLS from now on with the certificates of `contexts`, before any read. False (logged)
+    /// if OpenSSL has no memory for it: the caller closes.
+    bool start_tls(std::shared_ptr<const TlsContexts> contexts);
+    bool is_tls() const { return extras_ && extras_->tls; }
+    /// Still in the TLS handshake (false for plain TCP).
+    bool handshaking() const;
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;
 
     bool is_open() const { return fd_ >= 0; }
-    /// For the crash reporter's last-words answer only: nothing else writes around the transport.
-    int native_handle() const { return fd_; }
+    /// For the crash reporter's last-words answer only: nothing else writes around the transport
+    /// (-1 over TLS, where bytes written around it would break the records).
+    int native_handle() const { return is_tls() ? -1 : fd_; }
 
     /// One read of up to `room` bytes.
     Moved read(char* into, std::size_t room);
@@ -80,19 +91,31 @@ public:
     /// cannot watch the socket (logged): the caller closes.
     bool wait_writable(TransportUser& user);
 
-    /// Says we will send no more (FIN) while reads go on; false if the socket refused.
+    /// Says we will send no more (TLS close_notify, then FIN) while reads go on; false if the
+    /// socket refused.
     bool shutdown_write();
-    /// Closes the socket: waits end without calling their users, and the users are let go.
+    /// Closes the socket (after a TLS close_notify if the session is sound): waits end without
+    /// calling their users, and the users are let go.
     void close();
 
 private:
     bool ensure_reactor_socket();
+    /// `user.on_readable()` (reading) or `user.on_writable()` once the socket takes bytes again.
+    bool wait_for_room(TransportUser& user, bool reading);
 
     // The io_context's own executor type: 8 bytes where any_io_executor takes 48.
     using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+    // What only some connections need, in one allocation made when first needed, so that an idle
+    // plain connection stays one pointer larger than its descriptor.
+    struct Extras {
+        std::unique_ptr<Socket> socket;  // made, and owning fd_, once the reactor must watch it
+        std::unique_ptr<TlsStream> tls;
+        ~Extras();
+    };
+    bool ensure_extras();
 
     ReadWatch& reads_;
-    std::unique_ptr<Socket> socket_;  // made, and owning fd_, once the reactor must watch it
+    std::unique_ptr<Extras> extras_;
     int fd_;
     bool ipv6_;
 };

@@ -1,0 +1,58 @@
+// The TLS record layer of one connection, inside its Transport: reads and writes carry
+// plaintext, the handshake runs inside the first reads, and a file is read and encrypted where
+// plain TCP would use sendfile. Non-blocking throughout: "would block" is a result, and a read
+// that needs room to write (a handshake flight the socket did not take) says so, so the
+// transport waits for the right thing. A first byte that cannot begin a TLS record is plain
+// HTTP sent to the HTTPS port: it gets a 400 in cleartext, as nginx answers it, and a close.
+// Loop thread only.
+#pragma once
+
+#include "serving/transport/transport.hpp"
+#include "tls/openssl_types.hpp"
+
+#include <memory>
+
+namespace cspd {
+
+class TlsContexts;
+
+class TlsStream {
+public:
+    /// Over the accepted socket `fd` (still the transport's), with the certificates of `contexts`
+    /// (held as long as this stream). Null if OpenSSL has no memory.
+    static std::unique_ptr<TlsStream> accept(std::shared_ptr<const TlsContexts> contexts, int fd);
+
+    Transport::Moved read(int fd, char* into, std::size_t room);
+    Transport::Moved write(std::string_view bytes);
+    /// Encrypts up to one record of `file` from `offset`: `done` with the bytes taken (0: the
+    /// file ends before `offset`), or `would_block`.
+    Transport::Moved send_file(int file, std::uint64_t offset, std::size_t count);
+
+    /// The last read stopped because the handshake's reply did not fit the socket: wait for room
+    /// to write, then read again.
+    bool read_needs_room() const { return read_needs_room_; }
+    /// Plaintext already decrypted and not read yet: no readiness will announce it.
+    bool has_buffered() const { return SSL_has_pending(ssl_.get()) == 1; }
+    std::size_t buffered() const { return static_cast<std::size_t>(SSL_pending(ssl_.get())); }
+    bool handshake_done() const { return SSL_is_init_finished(ssl_.get()) == 1; }
+
+    /// Sends close_notify once, without waiting for the peer's: before a half-close or a close
+    /// of a connection that has not failed.
+    void say_goodbye();
+
+    TlsStream(std::shared_ptr<const TlsContexts> contexts, SslPtr ssl) noexcept
+        : contexts_(std::move(contexts)), ssl_(std::move(ssl)) {}
+
+private:
+    Transport::Io after_failure(int result, bool reading);
+    Transport::Moved answer_plain_http(int fd);
+
+    std::shared_ptr<const TlsContexts> contexts_;
+    SslPtr ssl_;
+    bool looked_ = false;            // the first byte has been seen to begin a TLS record
+    bool read_needs_room_ = false;
+    bool failed_ = false;            // a fatal error: no close_notify, no more calls into OpenSSL
+    bool said_goodbye_ = false;
+};
+
+}  // namespace cspd

@@ -1,0 +1,57 @@
+// The --certs folder as certificates: NAME.pem (key and chain in one file, so one rename
+// replaces both) and NAME.crt + NAME.key pairs (as certbot and lego write them). rescan()
+// looks at the files again and reloads the ones whose stamp changed; a file that cannot
+// serve is refused with its reason, and the last good certificate loaded from it keeps
+// serving, so a half-written or mismatched update is never an outage. Files whose names
+// begin with a dot are ignored (editors' and installers' temporaries).
+#pragma once
+
+#include "tls/certificate.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cspd {
+
+class CertificateFolder {
+public:
+    struct Entry {
+        std::string name;                                ///< NAME: "default" answers clients without SNI
+        std::string file;                                ///< "NAME.pem" or "NAME.crt+NAME.key"
+        std::shared_ptr<const Certificate> serving;      ///< the last good one, if any
+        std::string refusal;                             ///< why the current file is not used (empty: it is)
+        std::int64_t refused_at = 0;                     ///< Unix seconds
+    };
+
+    explicit CertificateFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+    /// Looks at the folder again (`now`: Unix seconds, for validity). True when what serves
+    /// changed. Refusals are logged as they happen.
+    bool rescan(std::int64_t now);
+
+    /// By NAME.
+    const std::vector<Entry>& entries() const { return entries_; }
+    /// Every certificate that serves, by NAME; `default_index` is NAME "default"'s, else 0.
+    std::vector<std::shared_ptr<const Certificate>> serving(std::size_t& default_index) const;
+
+private:
+    struct Stamp {
+        std::int64_t mtime_ns = 0;
+        std::uintmax_t size = 0;
+        std::uintmax_t inode = 0;
+        bool operator==(const Stamp&) const = default;
+    };
+    struct Tracked {
+        Entry entry;
+        Stamp pem, key;  // `key` unused for a NAME.pem
+    };
+
+    std::filesystem::path dir_;
+    std::vector<Tracked> tracked_;
+    std::vector<Entry> entries_;
+};
+
+}  // namespace cspd

@@ -1,0 +1,66 @@
+#include "tls/self_signed.hpp"
+
+#include "tls/openssl_types.hpp"
+
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509v3.h>
+
+#include <stdexcept>
+
+namespace cspd {
+namespace {
+[[noreturn]] void fail(const char* what) {
+    throw std::runtime_error(std::string("self-signed certificate: ") + what + ": " + take_openssl_errors());
+}
+
+void add_extension(X509* cert, int nid, const char* value) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+    X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+    if (!extension || X509_add_ext(cert, extension, -1) != 1) fail("extension");
+    X509_EXTENSION_free(extension);
+}
+
+std::string bio_text(BIO* bio) {
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(bio, &data);
+    return std::string(data, static_cast<std::size_t>(size));
+}
+}  // namespace
+
+std::string make_self_signed_pem() {
+    PkeyPtr key(EVP_EC_gen("P-256"));
+    if (!key) fail("key");
+    X509Ptr cert(X509_new());
+    if (!cert) fail("X509_new");
+    X509_set_version(cert.get(), 2);
+    unsigned char serial[16];
+    if (RAND_bytes(serial, sizeof serial) != 1) fail("serial");
+    serial[0] &= 0x7f;  // positive
+    BIGNUM* number = BN_bin2bn(serial, sizeof serial, nullptr);
+    BN_to_ASN1_INTEGER(number, X509_get_serialNumber(cert.get()));
+    BN_free(number);
+    X509_gmtime_adj(X509_getm_notBefore(cert.get()), -24L * 3600);
+    X509_gmtime_adj(X509_getm_notAfter(cert.get()), 90L * 24 * 3600);
+    X509_NAME* name = X509_get_subject_name(cert.get());
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("cspd self-signed"), -1,
+                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_set_issuer_name(cert.get(), name);
+    if (X509_set_pubkey(cert.get(), key.get()) != 1) fail("public key");
+    add_extension(cert.get(), NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1");
+    add_extension(cert.get(), NID_basic_constraints, "critical,CA:FALSE");
+    add_extension(cert.get(), NID_ext_key_usage, "serverAuth");
+    add_extension(cert.get(), NID_subject_key_identifier, "hash");
+    if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) fail("signing");
+
+    BioPtr out(BIO_new(BIO_s_mem()));
+    if (!out || PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1 ||
+        PEM_write_bio_X509(out.get(), cert.get()) != 1)
+        fail("PEM");
+    return bio_text(out.get());
+}
+
+}  // namespace cspd
