@@ -44,7 +44,8 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
                           config.body_memory_bytes, config.upload_dir,      config.min_body_rate};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
-                       config.static_max_age_s, config.slow_call_warn_ms};
+                       config.static_max_age_s, config.slow_call_warn_ms,
+                       config.https_redirect ? config.tls_port.value_or(0) : static_cast<unsigned short>(0)};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     options.access_log = access_log;
     options.worker = worker;
@@ -118,7 +119,15 @@ private:
     void make_loops() {
         port_ = config_.port;
         tls_port_ = config_.tls_port.value_or(0);
-        const LoopOptions options = loop_options(config_, access_log_.get(), role_ ? role_->index : 0);
+        // Alone, with --tls-port 0, the HTTPS port is learned first: --https-redirect names it.
+        std::vector<int> tls_fds;
+        for (unsigned t = 0; !role_ && config_.tls_port && t < config_.threads; ++t) {
+            tls_fds.push_back(open_listener(config_.bind_address, tls_port_));
+            tls_port_ = bound_port(tls_fds.back());
+        }
+        Config with_port = config_;
+        with_port.tls_port = config_.tls_port ? std::optional<unsigned short>(tls_port_) : std::nullopt;
+        const LoopOptions options = loop_options(with_port, access_log_.get(), role_ ? role_->index : 0);
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
@@ -127,12 +136,8 @@ private:
             // With --port 0 the first loop learns the port; the others join it.
             if (!role_) port_ = bound_port(fd);
             loops_.back()->adopt_listener(fd);
-            if (config_.tls_port) {
-                const int tls_fd = role_ ? WorkerRole::tls_listener_fd(config_.threads, t)
-                                         : open_listener(config_.bind_address, tls_port_);
-                if (!role_) tls_port_ = bound_port(tls_fd);
-                loops_.back()->adopt_tls_listener(tls_fd);
-            }
+            if (config_.tls_port)
+                loops_.back()->adopt_tls_listener(role_ ? WorkerRole::tls_listener_fd(config_.threads, t) : tls_fds[t]);
             loops_.back()->attach_stats(stats_, stats_.slots[first_slot_ + t]);
         }
         if (config_.status_listen.empty()) return;

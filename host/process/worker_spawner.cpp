@@ -104,7 +104,17 @@ WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::s
         store_fd.reset(::fcntl(store->fd(), F_DUPFD_CLOEXEC, 0));
         if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
     }
-    return WorkerSpawner(argv, config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
+    // --tls-port 0: workers are told the port picked (for --https-redirect's Location).
+    std::vector<std::string> worker_argv;
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        if (argv[i] == "--tls-port" && i + 1 < argv.size()) {
+            ++i;
+            continue;
+        }
+        if (!argv[i].starts_with("--tls-port=")) worker_argv.push_back(argv[i]);
+    }
+    if (config.tls_port) worker_argv.insert(worker_argv.end(), {"--tls-port", std::to_string(tls_port)});
+    return WorkerSpawner(std::move(worker_argv), config.threads, std::move(stats), std::move(store_fd), std::move(listeners),
                          std::move(status), std::move(tls_listeners));
 }
 

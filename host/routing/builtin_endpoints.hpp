@@ -20,6 +20,8 @@ struct BuiltinOptions {
     std::size_t reply_cache_bytes = 0;  ///< this loop's share of --cache-size (read by the Router)
     int static_max_age_s = -1;          ///< --static-max-age (read by the Router)
     unsigned slow_call_warn_ms = 50;    ///< --slow-call-warn (read by the Router's HandlerCall; 0: never)
+    /// --https-redirect: the HTTPS port plain requests are sent to with a 308 (0: none; read by the Router)
+    unsigned short https_redirect_port = 0;
 };
 
 class BuiltinEndpoints {

@@ -5,6 +5,7 @@
 #include "handler/handler_name.hpp"
 #include "http/uri.hpp"
 #include "routing/handler_preconditions.hpp"
+#include "routing/https_redirect.hpp"
 #include "routing/static_route.hpp"
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
@@ -44,7 +45,7 @@ bool has_good_host(const HttpRequest& request, bool required) {
 Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
                const bool* draining)
     : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
-      request_id_header_(options.request_id_header), static_options_{options.static_max_age_s},
+      request_id_header_(options.request_id_header), https_redirect_port_(options.https_redirect_port), static_options_{options.static_max_age_s},
       static_cache_(www.watcher(), kStaticCacheBytes) {
     call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
@@ -116,6 +117,12 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
     // The status address is for operators: probes, /-/status and /metrics, nothing else.
     if (exchange.client.status_port() && path != "/metrics" && !path.starts_with("/-/"))
         return exchange.error(HttpStatus::not_found);
+    // --https-redirect: everything but the operator's paths moves to HTTPS.
+    if (https_redirect_port_ && !exchange.client.secure && !exchange.client.status_port() &&
+        !path.starts_with("/-/") && path != "/metrics") {
+        routed.responder = Responder::builtin;
+        return redirect_to_https(exchange, https_redirect_port_);
+    }
     // Let in past --max-connections so that probes still reach a flooded server: nothing else.
     if (exchange.client.lane == Lane::probe_reserve && path != "/-/healthy" && path != "/-/ready") {
         routed.responder = Responder::builtin;

@@ -72,6 +72,7 @@ private:
     std::uint32_t id_prefix_;     // random: ids of different loops and servers do not meet
     std::uint64_t requests_ = 0;  // this loop's, numbering its request ids
     bool request_id_header_;
+    unsigned short https_redirect_port_;
     StaticOptions static_options_;
     StaticCache static_cache_;
     char id_buffer_[RequestId::kMaxText];

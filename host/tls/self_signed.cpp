@@ -30,8 +30,8 @@ std::string bio_text(BIO* bio) {
 }
 }  // namespace
 
-std::string make_self_signed_pem() {
-    PkeyPtr key(EVP_EC_gen("P-256"));
+std::string make_self_signed_pem(const SelfSignedSpec& spec) {
+    PkeyPtr key(spec.rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
     if (!key) fail("key");
     X509Ptr cert(X509_new());
     if (!cert) fail("X509_new");
@@ -42,15 +42,20 @@ std::string make_self_signed_pem() {
     BIGNUM* number = BN_bin2bn(serial, sizeof serial, nullptr);
     BN_to_ASN1_INTEGER(number, X509_get_serialNumber(cert.get()));
     BN_free(number);
-    X509_gmtime_adj(X509_getm_notBefore(cert.get()), -24L * 3600);
-    X509_gmtime_adj(X509_getm_notAfter(cert.get()), 90L * 24 * 3600);
+    X509_gmtime_adj(X509_getm_notBefore(cert.get()), spec.valid_from_s);
+    X509_gmtime_adj(X509_getm_notAfter(cert.get()), spec.valid_until_s);
     X509_NAME* name = X509_get_subject_name(cert.get());
     X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("cspd self-signed"), -1,
                                -1, 0);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0);
     X509_set_issuer_name(cert.get(), name);
     if (X509_set_pubkey(cert.get(), key.get()) != 1) fail("public key");
-    add_extension(cert.get(), NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1");
+    if (!spec.alt_names.empty()) {
+        std::string names;
+        for (const std::string& entry : spec.alt_names) names += (names.empty() ? "" : ",") + entry;
+        add_extension(cert.get(), NID_subject_alt_name, names.c_str());
+    }
     add_extension(cert.get(), NID_basic_constraints, "critical,CA:FALSE");
     add_extension(cert.get(), NID_ext_key_usage, "serverAuth");
     add_extension(cert.get(), NID_subject_key_identifier, "hash");

@@ -132,6 +132,13 @@ unsigned short TestServer::status_port() const {
     return static_cast<unsigned short>(std::stoi(m[1]));
 }
 
+unsigned short TestServer::tls_port() const {
+    std::smatch m;
+    const std::string text = log();
+    if (!std::regex_search(text, m, std::regex(R"(\(HTTPS on (\d+)\))"))) return 0;
+    return static_cast<unsigned short>(std::stoi(m[1]));
+}
+
 bool TestServer::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) const {
     return eventually([&] { return log().find(text) != std::string::npos; }, timeout);
 }

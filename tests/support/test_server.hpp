@@ -40,6 +40,8 @@ public:
     std::string log() const;
     /// The port of --status-listen 127.0.0.1:0, from the start-up log; 0 if it has none.
     unsigned short status_port() const;
+    /// The HTTPS port (--tls-port 0), from the start-up log; 0 if it has none.
+    unsigned short tls_port() const;
     /// Polls the log for `text`; true once it appears.
     bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
     /// Lines of /proc/PID/maps of every worker that name a private handler copy.
