@@ -3,6 +3,7 @@
 #include "common/fnv1a.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/handler_vetting.hpp"
+#include "process/key_process.hpp"
 #include "process/vetting_fork_server.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::string_view(argv[1]) == "__vet") return cspd::run_vetting_child(argc - 1, argv + 1);
     // Internal: the process that forks vetting processes for one worker (process/vetting_fork_server).
     if (argc >= 2 && std::string_view(argv[1]) == "__vet-server") return cspd::run_vetting_fork_server();
+    // Internal: the only process that holds TLS private keys (process/key_process).
+    if (argc >= 2 && std::string_view(argv[1]) == "__keys") return cspd::run_key_process(argc - 1, argv + 1);
     cspd::block_lifecycle_signals();  // until the server has its handlers for them
     cspd::Invocation invocation = cspd::parse_command_line(argc, argv);
     if (invocation.exit_code) return *invocation.exit_code;

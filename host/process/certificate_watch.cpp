@@ -1,67 +1,103 @@
 #include "process/certificate_watch.hpp"
 
-#include "common/clocks.hpp"
-#include "common/unique_fd.hpp"
-#include "process/config.hpp"
 #include "serving/event_loop.hpp"
-#include "tls/self_signed.hpp"
+#include "tls/certificate.hpp"
+#include "tls/key_client.hpp"
+#include "tls/proxy_key.hpp"
 #include "tls/tls_contexts.hpp"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <fstream>
-#include <sstream>
+#include <map>
 
 namespace cspd {
 namespace {
 using namespace std::chrono_literals;
 // Twice a second: a changed file serves new handshakes within a second.
-constexpr auto kLookEvery = 500ms;
-constexpr const char* kSelfSignedFile = "tls-self-signed.pem";
-
-std::int64_t unix_now_s() { return static_cast<std::int64_t>(unix_now_ms() / 1000); }
-
-const std::vector<CertificateFolder::Entry> kNoEntries;
+constexpr auto kAskEvery = 500ms;
+constexpr int kListTimeoutMs = 2000;
 }  // namespace
 
-CertificateWatch::CertificateWatch(boost::asio::io_context& control, const Config& config,
-                                   const std::vector<std::unique_ptr<EventLoop>>& loops,
-                                   std::shared_ptr<const Certificate> self_signed)
-    : loops_(loops), self_signed_(std::move(self_signed)), timer_(control) {
-    if (!config.certs_dir.empty()) folder_.emplace(config.certs_dir);
-}
-
-const std::vector<CertificateFolder::Entry>& CertificateWatch::entries() const {
-    return folder_ ? folder_->entries() : kNoEntries;
-}
+CertificateWatch::CertificateWatch(boost::asio::io_context& control,
+                                   const std::vector<std::unique_ptr<EventLoop>>& loops)
+    : loops_(loops), timer_(control) {}
 
 void CertificateWatch::start() {
-    if (folder_) folder_->rescan(unix_now_s());
-    publish();
+    ask();
     look_again();
 }
 
 void CertificateWatch::stop() { timer_.cancel(); }
 
 void CertificateWatch::look_again() {
-    if (!folder_) return;  // only the self-signed one: nothing changes
-    timer_.expires_after(kLookEvery);
+    timer_.expires_after(kAskEvery);
     timer_.async_wait([this](boost::system::error_code ec) {
         if (ec) return;
-        if (folder_->rescan(unix_now_s())) publish();
+        ask();
         look_again();
     });
 }
 
-void CertificateWatch::publish() {
-    std::size_t default_index = 0;
+void CertificateWatch::ask() {
+    const auto answer = KeyClient::ask(key_protocol::Op::list, generation_, {}, kListTimeoutMs);
+    if (!answer) {
+        if (!unreachable_logged_)
+            spdlog::warn("HTTPS: the key process does not answer; the certificates served before keep serving");
+        unreachable_logged_ = true;
+        return;
+    }
+    unreachable_logged_ = false;
+    if (answer->kind == static_cast<std::uint8_t>(key_protocol::Answer::unchanged)) return;
+    if (answer->kind != static_cast<std::uint8_t>(key_protocol::Answer::ok)) return;
+    if (rebuild(answer->payload)) generation_ = answer->id;
+}
+
+bool CertificateWatch::rebuild(const std::string& text) {
+    const nlohmann::json listing = nlohmann::json::parse(text, nullptr, false);
+    if (listing.is_discarded()) {
+        spdlog::error("HTTPS: the key process's listing does not parse");
+        return false;
+    }
     std::vector<std::shared_ptr<const Certificate>> certificates;
-    if (folder_) certificates = folder_->serving(default_index);
-    if (certificates.empty() && self_signed_) certificates.push_back(self_signed_);
+    std::map<std::uint64_t, std::shared_ptr<const Certificate>> by_key;
+    std::size_t default_index = 0;
+    for (const auto& item : listing.value("certificates", nlohmann::json::array())) {
+        const std::uint64_t key = item.value("key", std::uint64_t(0));
+        std::shared_ptr<Certificate> certificate = describe_chain(item.value("file", ""), item.value("chain", ""));
+        if (certificate) certificate->key = make_proxy_key(certificate->leaf.get(), key);
+        if (!certificate || !certificate->key) {
+            spdlog::error("HTTPS: certificate {} cannot be served here (unreadable chain or unsupported key type)",
+                          item.value("file", ""));
+            continue;
+        }
+        by_key[key] = certificate;
+        if (item.value("default", false)) default_index = certificates.size();
+        certificates.push_back(std::move(certificate));
+    }
+    std::vector<CertificateState> states;
+    for (const auto& entry : listing.value("entries", nlohmann::json::array())) {
+        CertificateState state{entry.value("name", ""), entry.value("file", ""), false, entry.value("refusal", ""),
+                               entry.value("refused_at", std::int64_t(0)), {}, 0, {}};
+        const auto serving = by_key.find(entry.value("serving", std::uint64_t(0)));
+        if (serving != by_key.end()) {
+            state.serving = true;
+            state.names = serving->second->dns_names;
+            for (const auto& ip : serving->second->ip_names) state.names.push_back(ip);
+            state.not_after = serving->second->not_after;
+            state.sha256 = serving->second->sha256;
+        }
+        states.push_back(std::move(state));
+    }
+    if (states.empty() && !certificates.empty()) {  // --tls-self-signed alone
+        const Certificate& only = *certificates.front();
+        CertificateState state{"self-signed", only.file, true, {}, 0, only.dns_names, only.not_after, only.sha256};
+        for (const auto& ip : only.ip_names) state.names.push_back(ip);
+        states.push_back(std::move(state));
+    }
+    states_ = std::move(states);
+
     std::shared_ptr<const TlsContexts> contexts;
     if (certificates.empty()) {
         if (!served_nothing_logged_)
@@ -74,47 +110,11 @@ void CertificateWatch::publish() {
             contexts = TlsContexts::build(std::move(certificates), default_index);
         } catch (const std::exception& e) {
             spdlog::error("HTTPS: {}; the certificates served before keep serving", e.what());
-            return;
+            return false;
         }
     }
     for (const auto& loop : loops_) loop->use_certificates(contexts);
-}
-
-std::shared_ptr<const Certificate> self_signed_certificate(const Config& config) {
-    if (!config.tls_self_signed) return nullptr;
-    std::string pem;
-    const std::filesystem::path made = config.server_folder.empty() ? std::filesystem::path()
-                                                                    : config.server_folder / kSelfSignedFile;
-    if (!made.empty() && std::filesystem::exists(made)) {
-        std::ifstream in(made, std::ios::binary);
-        std::ostringstream text;
-        text << in.rdbuf();
-        pem = std::move(text).str();
-    } else {
-        pem = make_self_signed_pem();
-    }
-    LoadedCertificate loaded = parse_certificate(kSelfSignedFile, pem, pem, unix_now_s());
-    OPENSSL_cleanse(pem.data(), pem.size());
-    if (!loaded.certificate) throw std::runtime_error("self-signed certificate: " + loaded.refusal);
-    if (made.empty() || !std::filesystem::exists(made))
-        spdlog::info("HTTPS: self-signed certificate for localhost, 127.0.0.1 and ::1, SHA-256 {}",
-                     loaded.certificate->sha256);
-    return loaded.certificate;
-}
-
-void make_self_signed_for_workers(const Config& config) {
-    if (!config.tls_self_signed) return;
-    std::string pem = make_self_signed_pem();
-    const std::filesystem::path path = config.server_folder / kSelfSignedFile;
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!fd || ::write(fd.get(), pem.data(), pem.size()) != static_cast<ssize_t>(pem.size()))
-        throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
-    LoadedCertificate loaded = parse_certificate(kSelfSignedFile, pem, pem, unix_now_s());
-    OPENSSL_cleanse(pem.data(), pem.size());
-    if (loaded.certificate)
-        spdlog::info("HTTPS: self-signed certificate for localhost, 127.0.0.1 and ::1 (served while --certs has "
-                     "none), SHA-256 {}",
-                     loaded.certificate->sha256);
+    return true;
 }
 
 }  // namespace cspd

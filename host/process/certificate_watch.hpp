@@ -1,56 +1,56 @@
-// A worker's side of --certs: looks at the folder twice a second (on the control thread) and,
-// when what serves changed, builds new TLS contexts and hands them to every loop, so that new
-// handshakes use a new or changed certificate within a second while open connections keep
-// theirs. With --tls-self-signed, the self-signed certificate serves while the folder has none.
+// A worker's side of HTTPS certificates: twice a second (on the control thread) it asks the key
+// process whether what serves changed and, when it did, builds new TLS contexts from the
+// certificates it lists -- their chains, and proxy keys that sign through the key process --
+// and hands them to every loop. New handshakes use a new or changed certificate within a
+// second; open connections keep theirs. The worker never reads the certificates folder.
 #pragma once
-
-#include "tls/certificate_folder.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cstdint>
 #include <memory>
-#include <optional>
+#include <string>
 #include <vector>
 
 namespace cspd {
 
-struct Config;
 class EventLoop;
-class TlsContexts;
+
+/// One file of the certificates folder as the key process judged it, for /-/status.
+struct CertificateState {
+    std::string name;
+    std::string file;
+    bool serving = false;
+    std::string refusal;       ///< why its current content is not used (empty: it is)
+    std::int64_t refused_at = 0;
+    std::vector<std::string> names;  ///< of the certificate that serves from it
+    std::int64_t not_after = 0;
+    std::string sha256;
+};
 
 class CertificateWatch {
 public:
-    /// `self_signed`: the certificate to serve while the folder has none, if any.
-    CertificateWatch(boost::asio::io_context& control, const Config& config,
-                     const std::vector<std::unique_ptr<EventLoop>>& loops,
-                     std::shared_ptr<const Certificate> self_signed);
+    CertificateWatch(boost::asio::io_context& control, const std::vector<std::unique_ptr<EventLoop>>& loops);
 
-    /// Reads the folder and gives the loops their first contexts (before they run), then keeps
-    /// looking.
+    /// Asks once and gives the loops their first contexts (before they run), then keeps asking.
     void start();
     void stop();
 
-    /// What the folder holds now, for /-/status.
-    const std::vector<CertificateFolder::Entry>& entries() const;
+    /// What the folder holds now, as of the last answer.
+    const std::vector<CertificateState>& states() const { return states_; }
 
 private:
-    void publish();
+    void ask();
     void look_again();
+    bool rebuild(const std::string& listing);
 
     const std::vector<std::unique_ptr<EventLoop>>& loops_;
-    std::optional<CertificateFolder> folder_;
-    std::shared_ptr<const Certificate> self_signed_;
     boost::asio::steady_timer timer_;
+    std::uint64_t generation_ = 0;
+    std::vector<CertificateState> states_;
+    bool unreachable_logged_ = false;
     bool served_nothing_logged_ = false;
 };
-
-/// The self-signed certificate this process serves with --tls-self-signed: the master's (it made
-/// the file in `server_folder`), else one made now. Null without the flag.
-std::shared_ptr<const Certificate> self_signed_certificate(const Config& config);
-
-/// The master's part: makes the self-signed certificate once for every worker, in `server_folder`,
-/// and logs its fingerprint. Nothing without --tls-self-signed.
-void make_self_signed_for_workers(const Config& config);
 
 }  // namespace cspd

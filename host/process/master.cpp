@@ -2,7 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "handler/private_folders.hpp"
-#include "process/certificate_watch.hpp"
+#include "process/key_keeper.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -51,6 +51,7 @@ public:
                       [this](unsigned index, unsigned bank) { return start_process(index, bank); }),
           signals_(io_, SIGINT, SIGTERM, SIGQUIT),
           requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
+        if (config_.tls_port) keys_.emplace(io_, config_);
         workers_.resize(config_.workers);
         if (config_.rollback && !config_.server_folder.empty())
             ledger_.roll_back_to(rollback_targets_in(config_.server_folder));
@@ -96,7 +97,11 @@ private:
         banks_.prepare_for_start(index, bank);
         LoopSlot* slots = slots_of(index, bank);
         int error = 0;
-        const pid_t pid = spawner_.spawn(index, banks_.first_slot(index, bank), error);
+        UniqueFd keys_channel;
+        if (keys_)
+            if (UniqueFd channel = keys_->channel_for(index))
+                keys_channel = WorkerSpawner::above_worker_fds(std::move(channel), config_.threads);
+        const pid_t pid = spawner_.spawn(index, banks_.first_slot(index, bank), error, keys_channel.get());
         if (pid < 0) {
             spdlog::error("cannot start worker {}: {}; trying again in 1 s", index, std::strerror(error));
             if (bank == workers_[index].bank) schedule_spawn(index, 1s);
@@ -135,6 +140,7 @@ private:
             if (const std::size_t left = remove_private_folders_of(pid))
                 spdlog::debug("removed {} private folder(s) pid {} left behind", left, pid);
             if (succession_.reaped(pid, status)) continue;
+            if (keys_ && keys_->reaped(pid, status)) continue;
             for (unsigned i = 0; i < workers_.size(); ++i)
                 if (workers_[i].pid == pid) on_worker_exit(i, status);
         }
@@ -257,6 +263,7 @@ private:
                 return;
             }
             stopping_ = true;
+            if (keys_) keys_->stop();
             for (auto& timer : restart_timers_) timer.cancel();
             // Workers close their copies when they drain; closing ours lets the port go.
             spawner_.close_listeners();
@@ -319,6 +326,7 @@ private:
     std::vector<WorkerRecord> workers_;  // before succession_, which holds it
     SlotBanks banks_;
     WorkerSuccession succession_;
+    std::optional<KeyKeeper> keys_;  // with --tls-port: the only process that holds private keys
     asio::signal_set signals_, requests_, children_;
     asio::steady_timer tick_, deadline_;
     std::vector<asio::steady_timer> restart_timers_;
@@ -348,7 +356,6 @@ int Master::run() {
     PrivateFolder server_folder;
     config_.server_folder = server_folder.path();
     argv_.insert(argv_.end(), {"--server-folder", server_folder.path().string()});
-    make_self_signed_for_workers(config_);
     Supervisor supervisor(config_, argv_);
     return supervisor.run();
 }

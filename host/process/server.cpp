@@ -6,6 +6,7 @@
 #include "handler/private_folders.hpp"
 #include "process/certificate_watch.hpp"
 #include "process/crash_reporter.hpp"
+#include "process/key_keeper.hpp"
 #include "process/handler_supply.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -17,6 +18,7 @@
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
+#include "tls/key_client.hpp"
 #include "store/shared_store.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -82,7 +84,15 @@ public:
         make_loops();
         unblock_lifecycle_signals();  // before any loop thread starts: they inherit this mask
         supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
-        if (config_.tls_port) certificates_.emplace(control_, config_, loops_, self_signed_certificate(config_));
+        if (config_.tls_port) {
+            if (role_) {
+                KeyClient::set_channel(WorkerRole::keys_channel_fd(config_.threads));
+            } else {
+                keys_.emplace(control_, config_);  // alone, this process keeps its own key process
+                KeyClient::set_channel(keys_->channel_for(0).release());
+            }
+            certificates_.emplace(control_, loops_);
+        }
     }
 
     int run() {
@@ -246,6 +256,7 @@ private:
         requests_.cancel();
         stuck_check_.cancel();
         if (certificates_) certificates_->stop();
+        if (keys_) keys_->stop();
         keep_alive_.cancel();
         if (notifier_)
             notifier_->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
@@ -309,6 +320,7 @@ private:
     asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting
     asio::signal_set signals_, requests_;
     std::optional<HandlerSupply> supply_;
+    std::optional<KeyKeeper> keys_;
     std::optional<CertificateWatch> certificates_;
     std::vector<std::thread> threads_;
     std::optional<ServiceNotifier> notifier_;

@@ -17,8 +17,10 @@ struct WorkerRole {
     static constexpr int tls_listener_fd(unsigned threads, unsigned loop) {
         return status_listener_fd(threads) + 1 + static_cast<int>(loop);
     }
+    /// The channel to the key process (with --tls-port).
+    static constexpr int keys_channel_fd(unsigned threads) { return tls_listener_fd(threads, threads); }
     /// The highest number a worker receives.
-    static constexpr int highest_fd(unsigned threads) { return tls_listener_fd(threads, threads); }
+    static constexpr int highest_fd(unsigned threads) { return keys_channel_fd(threads); }
     unsigned index = 0;                         ///< which worker (its listening sockets)
     pid_t master = 0;
     unsigned first_slot = 0;                    ///< its loops' slots: first_slot … first_slot + threads - 1

@@ -38,7 +38,8 @@ public:
     static UniqueFd above_worker_fds(UniqueFd fd, unsigned threads);
 
     /// Starts worker `index`; its pid, or -1 with the reason in `error` (an errno value).
-    pid_t spawn(unsigned index, unsigned first_slot, int& error) const;
+    /// `keys_channel`, if valid, is its channel to the key process.
+    pid_t spawn(unsigned index, unsigned first_slot, int& error, int keys_channel = -1) const;
 
     /// Closes the master's copies of the listening sockets: once the workers have closed
     /// theirs too, the port is free.

@@ -99,9 +99,7 @@ std::string utc_text(std::int64_t unix) {
     return text;
 }
 
-LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem, std::string_view key_pem,
-                                    std::int64_t now) {
-    LoadedCertificate result;
+std::shared_ptr<Certificate> describe_chain(std::string file, std::string_view chain_pem) {
     auto certificate = std::make_shared<Certificate>();
     certificate->file = std::move(file);
     // The chain: every CERTIFICATE block in order (other blocks, the key's, are skipped).
@@ -113,7 +111,19 @@ LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem
             certificate->chain.emplace_back(x);
     }
     ERR_clear_error();  // the end of the blocks reads as an error
-    if (!certificate->leaf) {
+    if (!certificate->leaf) return nullptr;
+    certificate->not_before = unix_seconds(X509_get0_notBefore(certificate->leaf.get()));
+    certificate->not_after = unix_seconds(X509_get0_notAfter(certificate->leaf.get()));
+    read_names(certificate->leaf.get(), *certificate);
+    certificate->sha256 = sha256_of(certificate->leaf.get());
+    return certificate;
+}
+
+LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem, std::string_view key_pem,
+                                    std::int64_t now) {
+    LoadedCertificate result;
+    std::shared_ptr<Certificate> certificate = describe_chain(std::move(file), chain_pem);
+    if (!certificate) {
         result.refusal = "no certificate found (not PEM, or cut short)";
         return result;
     }
@@ -130,8 +140,6 @@ LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem
         result.refusal = "the private key does not belong to the certificate";
         return result;
     }
-    certificate->not_before = unix_seconds(X509_get0_notBefore(certificate->leaf.get()));
-    certificate->not_after = unix_seconds(X509_get0_notAfter(certificate->leaf.get()));
     if (now < certificate->not_before) {
         result.refusal = "not valid before " + utc_text(certificate->not_before);
         return result;
@@ -140,12 +148,10 @@ LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem
         result.refusal = "expired at " + utc_text(certificate->not_after);
         return result;
     }
-    read_names(certificate->leaf.get(), *certificate);
     if (certificate->dns_names.empty() && certificate->ip_names.empty()) {
         result.refusal = "no subjectAltName names (clients match names there, not in the subject)";
         return result;
     }
-    certificate->sha256 = sha256_of(certificate->leaf.get());
     result.certificate = std::move(certificate);
     return result;
 }

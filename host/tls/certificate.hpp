@@ -36,6 +36,10 @@ struct LoadedCertificate {
 LoadedCertificate load_certificate(const std::filesystem::path& pem, const std::filesystem::path& key,
                                    std::int64_t now);
 
+/// The certificates of `chain_pem` described (names, validity, fingerprint), without a key and
+/// without judging them; null if it holds none. For a worker, whose key stays in the key process.
+std::shared_ptr<Certificate> describe_chain(std::string file, std::string_view chain_pem);
+
 /// The same from bytes in memory (the self-signed certificate; tests). `file` names it.
 LoadedCertificate parse_certificate(std::string file, std::string_view chain_pem, std::string_view key_pem,
                                     std::int64_t now);
