@@ -8,6 +8,7 @@
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "process/master.hpp"
+#include "process/privileges.hpp"
 #include "process/server.hpp"
 #include "cli/scaffold.hpp"
 
@@ -74,6 +75,12 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P] %v");
     cspd::install_crash_reporter();
     try {
+        if (worker) {
+            // Handler code never runs as root unless --user root says so (process/privileges).
+            cspd::become(cspd::worker_account(config, ::geteuid()));
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a change of user clears it
+            if (::getppid() != invocation.master_pid) return 0;
+        }
         if (worker)
             return cspd::Server(std::move(config),
                                 cspd::WorkerRole{static_cast<unsigned>(invocation.worker_index), invocation.master_pid,

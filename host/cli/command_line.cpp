@@ -139,6 +139,10 @@ void add_process_options(CLI::App& app, Config& config, Readings& read) {
                    "a worker whose resident memory passes this is replaced gracefully, MiB (0: never)")
         ->capture_default_str()
         ->group(group);
+    app.add_option("--user", config.user,
+                   "started as root, run workers and vetting (all handler code) as this user; without it they run "
+                   "as nobody (--user root keeps root: not advised)")
+        ->group(group);
     app.add_option("--drain-timeout", config.drain_timeout_s, "on SIGTERM, wait this long for in-flight requests, s")
         ->capture_default_str()
         ->group(group);

@@ -32,10 +32,13 @@ std::optional<pid_t> owner_pid(std::string_view name) {
 
 constexpr const char* kOwnerFile = ".owner";
 
-/// A folder, not a link, owned by this user: the only kind removed.
+uid_t workers_uid = static_cast<uid_t>(-1);
+
+/// A folder, not a link, owned by this user or the workers': the only kind removed.
 bool ours(const std::filesystem::path& folder) {
     struct stat st;
-    return ::lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+    return ::lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+           (st.st_uid == ::geteuid() || st.st_uid == workers_uid);
 }
 
 /// Whether a live process still holds the folder's owner lock (one without the file, made before
@@ -91,6 +94,8 @@ PrivateFolder::~PrivateFolder() {
 std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& parent) {
     return remove_where(parent, [pid](pid_t owner) { return owner == pid; });
 }
+
+void sweep_folders_of_user(uid_t uid) { workers_uid = uid; }
 
 std::size_t remove_orphaned_private_folders(const std::filesystem::path& parent) {
     return remove_where(parent, [](pid_t owner) { return ::kill(owner, 0) != 0 && errno == ESRCH; });

@@ -47,4 +47,8 @@ std::size_t remove_private_folders_of(pid_t pid, const std::filesystem::path& pa
 /// crashed or was killed); how many.
 std::size_t remove_orphaned_private_folders(const std::filesystem::path& parent = private_folder_parent());
 
+/// Folders owned by `uid` (the workers' account, when the master is root) are removed too, as
+/// well as this user's.
+void sweep_folders_of_user(uid_t uid);
+
 }  // namespace cspd

@@ -16,6 +16,7 @@ struct Config {
     std::filesystem::path certs_dir;         ///< --certs: watched for NAME.pem, NAME.crt + NAME.key
     bool tls_self_signed = false;            ///< no certificate serves: make one for localhost
     bool https_redirect = false;             ///< the plain port answers 308 to https://
+    std::string user;                        ///< --user: workers' account when started as root (empty: nobody)
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files
     unsigned workers = 1;                ///< worker processes under a master; 0 = one process, no master

@@ -3,6 +3,7 @@
 #include "common/clocks.hpp"
 #include "handler/private_folders.hpp"
 #include "process/key_keeper.hpp"
+#include "process/privileges.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -42,8 +43,8 @@ namespace {
 
 class Supervisor {
 public:
-    Supervisor(const Config& config, const std::vector<std::string>& argv)
-        : config_(config), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
+    Supervisor(const Config& config, const std::vector<std::string>& argv, WorkerAccount account)
+        : config_(config), account_(std::move(account)), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
           spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_, tls_port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
@@ -297,7 +298,20 @@ private:
     void wait_for_requests() {
         requests_.async_wait([this](boost::system::error_code ec, int signal) {
             if (ec) return;
-            if (signal == SIGUSR1 && !config_.log_file.empty()) reopen_log_file(config_.log_file);
+            if (signal == SIGUSR1) {
+                // Reopened (and made) here first, as root, then given to the workers' account: a
+                // rotated log's new file is theirs to open.
+                if (!config_.log_file.empty()) reopen_log_file(config_.log_file);
+                hand_over(config_.log_file, account_);
+                if (!config_.access_log.empty() && account_.change) {
+                    try {
+                        AccessLog::check(config_.access_log);
+                    } catch (const std::exception& e) {
+                        spdlog::error("SIGUSR1: {}", e.what());
+                    }
+                    hand_over(config_.access_log, account_);
+                }
+            }
             if (signal == SIGHUP) spdlog::info("SIGHUP: workers re-read the handlers folder");
             signal_workers(signal);
             wait_for_requests();
@@ -313,6 +327,7 @@ private:
     }
 
     const Config& config_;
+    const WorkerAccount account_;
     ServiceNotifier notifier_;
     asio::io_context io_;
     SharedStatsMapping shared_;
@@ -341,12 +356,32 @@ private:
 
 }  // namespace
 
+namespace {
+void say_who_runs_handlers(const Config& config, const WorkerAccount& account) {
+    if (account.change && config.user.empty())
+        spdlog::warn("started as root without --user: workers and handler vetting run as nobody (uid {})", account.uid);
+    else if (account.change)
+        spdlog::info("workers and handler vetting run as {} (uid {})", account.name, account.uid);
+    else if (::geteuid() == 0)
+        spdlog::warn("--user root: handler code runs as root");
+    else if (!config.user.empty())
+        spdlog::warn("--user {} is ignored: cspd was not started as root", config.user);
+}
+}  // namespace
+
 Master::Master(Config config, std::vector<std::string> argv) : config_(std::move(config)), argv_(std::move(argv)) {}
 
 int Master::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
     if (!config_.access_log.empty()) AccessLog::check(config_.access_log);  // here, not in a crash loop of workers
+    const WorkerAccount account = worker_account(config_, ::geteuid());
+    say_who_runs_handlers(config_, account);
+    // Said once here, rather than by workers that die at start, over and over.
+    for (const auto& folder : {config_.handlers_dir, config_.www_dir})
+        if (const std::string problem = folder_access_problem(folder, account); !problem.empty())
+            throw std::runtime_error("workers run as " + account.name + ", but " + problem +
+                                     ": give them access, or name another account with --user");
     if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
         throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
@@ -356,7 +391,12 @@ int Master::run() {
     PrivateFolder server_folder;
     config_.server_folder = server_folder.path();
     argv_.insert(argv_.end(), {"--server-folder", server_folder.path().string()});
-    Supervisor supervisor(config_, argv_);
+    // What workers write or reopen as their own user.
+    hand_over(server_folder.path(), account);
+    hand_over(config_.log_file, account);
+    hand_over(config_.access_log, account);
+    if (account.change) sweep_folders_of_user(account.uid);
+    Supervisor supervisor(config_, argv_, account);
     return supervisor.run();
 }
 

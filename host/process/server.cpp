@@ -7,6 +7,7 @@
 #include "process/certificate_watch.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/key_keeper.hpp"
+#include "process/privileges.hpp"
 #include "process/handler_supply.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -83,7 +84,6 @@ public:
         install_exit_blame();  // exit() in a handler's call is blamed on it
         make_loops();
         unblock_lifecycle_signals();  // before any loop thread starts: they inherit this mask
-        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
         if (config_.tls_port) {
             if (role_) {
                 KeyClient::set_channel(WorkerRole::keys_channel_fd(config_.threads));
@@ -93,6 +93,8 @@ public:
             }
             certificates_.emplace(control_, loops_);
         }
+        if (!role_) give_up_root();  // a worker did before it got here
+        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
     }
 
     int run() {
@@ -159,6 +161,19 @@ private:
             spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(fd));
         }
         loops_.front()->adopt_status_listener(fd);
+    }
+
+    /// Alone and started as root: the sockets and the key process are made, so handler code
+    /// (loaded from here on) runs as --user or nobody. A key process restarted later runs as that
+    /// user too and cannot read root's keys: a master keeps root for that.
+    void give_up_root() {
+        const WorkerAccount account = worker_account(config_, ::geteuid());
+        if (!account.change) return;
+        hand_over(config_.log_file, account);
+        hand_over(config_.access_log, account);
+        become(account);
+        spdlog::warn("{}: handler code runs as {} (uid {})",
+                     config_.user.empty() ? "started as root without --user" : "--user", account.name, account.uid);
     }
 
     // --- running -------------------------------------------------------------------------

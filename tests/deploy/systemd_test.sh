@@ -52,6 +52,7 @@ grep -q '^cspd:x:[0-9]*:[0-9]*:cspd HTTP server:/var/lib/cspd:' "$work/root/etc/
 
 echo "-- 5. logrotate with SIGUSR1"
 mkdir -p "$work/log" "$work/handlers" "$work/bin"
+chmod 755 "$work"  # started as root, its workers run as nobody: they reopen the log too
 log=$work/log/cspd.log
 setsid "$cspd" --port 0 --bind 127.0.0.1 --workers 2 --handlers "$work/handlers" --www "$source_dir/www" \
   --log-file "$log" &

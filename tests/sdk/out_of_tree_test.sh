@@ -39,8 +39,10 @@ c++ -O2 -shared -fPIC $cflags "$work/one-line/hi_cpp.cpp" -o "$work/one-line/hi_
 exported=$(nm -D --defined-only "$work/one-line/greet_pc.so" | awk '{print $3}' | grep -v '^_' | sort | tr '\n' ' ')
 [ "$exported" = "csp_handler " ] || fail "greet_pc.so exports more than csp_handler: $exported"
 
-# The installed server, started with an empty folder; handlers arrive while it runs.
+# The installed server, started with an empty folder; handlers arrive while it runs. Started as
+# root its workers run as nobody, who must be able to reach the folders.
 mkdir -p "$work/handlers" "$work/www"
+chmod 755 "$work"
 "$work/prefix/bin/cspd" --port 0 --bind 127.0.0.1 --workers 1 --handlers "$work/handlers" --www "$work/www" \
   2> "$work/cspd.log" &
 pid=$!

@@ -45,6 +45,9 @@ void TestServer::start() {
     };
     if (!given("--port")) args.insert(args.end(), {"--port", "0"});
     if (!given("--log-level")) args.insert(args.end(), {"--log-level", "debug"});
+    // Tests keep handlers in private (0700) temporary folders that nobody else may read: as root
+    // they say so (workers would otherwise run as nobody). The privilege tests name --user.
+    if (!given("--user") && ::geteuid() == 0) args.insert(args.end(), {"--user", "root"});
     if (!given("--workers") && !given("--single-process")) {
         args.insert(args.end(), {"--workers", "1"});  // master + one worker: log lines appear once
         if (!given("--threads")) args.insert(args.end(), {"--threads", "2"});  // cross-loop effects show

@@ -1,0 +1,40 @@
+// Who runs handler code. Started as root, cspd keeps root only in the master (listening
+// sockets, signals, supervision) and the key process (private keys); workers and the vetting
+// processes they start run as --user, or as nobody when none is named, and never as root
+// unless --user root says so. Started as anyone else, nothing changes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+
+namespace cspd {
+
+struct Config;
+
+struct WorkerAccount {
+    std::string name;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool change = false;  ///< false: workers stay who cspd was started as
+};
+
+/// The account workers run as, for a process running as `euid`. Throws std::runtime_error if
+/// --user names nobody known.
+WorkerAccount worker_account(const Config& config, uid_t euid);
+
+/// Becomes `account` for good: supplementary groups, group, user; then checks that root cannot
+/// be had back. Throws std::runtime_error with the reason.
+void become(const WorkerAccount& account);
+
+/// Why `account` could not list the folder `path` (every folder above it must let it through,
+/// and the folder itself let it read), or empty. Judged from the modes, owners and the account's
+/// groups, as the kernel would (ACLs aside).
+std::string folder_access_problem(const std::filesystem::path& path, const WorkerAccount& account);
+
+/// Gives `path` (if it exists, and it is not a symbolic link) to `account`, so that its workers
+/// can write in it or reopen it. Logs why not on failure.
+void hand_over(const std::filesystem::path& path, const WorkerAccount& account);
+
+}  // namespace cspd
