@@ -351,7 +351,8 @@ Server::Server(Config config, std::optional<WorkerRole> role) : config_(std::mov
 int Server::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
-    if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
+    // Only the key process reads it: a worker (which may not even see it) leaves it to the master.
+    if (!role_ && !config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
         throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
     return Worker(config_, role_).run();
 }
