@@ -98,10 +98,31 @@ function draw(status) {
       row.append(element("td", {}, String(v)));
     workers.append(row);
   }
+  drawTls(status.tls);
   const live = status.handlers.filter((h) => h.state === "live" || h.state === "rolled back" || (h.state === "vetting" && h.version)).length;
   document.getElementById("summary").textContent =
     `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
     `${status.worker_restarts} worker restart(s); up since ${new Date(status.started_unix_ms).toLocaleString()}`;
+}
+
+// Shown only when the server serves HTTPS (--tls-port): its certificates as the key process judged them.
+function drawTls(tls) {
+  document.getElementById("tls").hidden = !tls;
+  if (!tls) return;
+  const rows = document.getElementById("certificates");
+  rows.replaceChildren();
+  for (const c of tls.certificates) {
+    const row = element("tr", { class: c.state === "serving" ? "" : "warn" });
+    const refusal = c.last_refusal ? `${c.last_refusal.why} (${new Date(c.last_refusal.at_unix * 1000).toLocaleString()})` : "";
+    for (const v of [c.file, c.state, (c.names || []).join(", "),
+      c.not_after_unix ? new Date(c.not_after_unix * 1000).toLocaleDateString() : "", c.sha256 || "", refusal])
+      row.append(element("td", {}, String(v)));
+    rows.append(row);
+  }
+  const failures = Object.values(tls.failures).reduce((a, b) => a + b, 0);
+  document.getElementById("tls-summary").textContent =
+    `${tls.handshakes["TLSv1.3"]} TLS 1.3 and ${tls.handshakes["TLSv1.2"]} TLS 1.2 handshake(s), ` +
+    `${tls.resumed} resumed, ${failures} failed`;
 }
 
 async function poll() {

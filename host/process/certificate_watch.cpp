@@ -21,8 +21,8 @@ constexpr int kListTimeoutMs = 2000;
 }  // namespace
 
 CertificateWatch::CertificateWatch(boost::asio::io_context& control,
-                                   const std::vector<std::unique_ptr<EventLoop>>& loops)
-    : loops_(loops), timer_(control) {}
+                                   const std::vector<std::unique_ptr<EventLoop>>& loops, TlsStatusBoard& board)
+    : loops_(loops), timer_(control), board_(board) {}
 
 void CertificateWatch::start() {
     ask();
@@ -96,7 +96,7 @@ bool CertificateWatch::rebuild(const std::string& text) {
         for (const auto& ip : only.ip_names) state.names.push_back(ip);
         states.push_back(std::move(state));
     }
-    states_ = std::move(states);
+    board_.publish(std::move(states));
 
     std::shared_ptr<const TlsContexts> contexts;
     if (certificates.empty()) {

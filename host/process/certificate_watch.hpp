@@ -5,6 +5,8 @@
 // second; open connections keep theirs. The worker never reads the certificates folder.
 #pragma once
 
+#include "routing/tls_status.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -17,28 +19,16 @@ namespace cspd {
 
 class EventLoop;
 
-/// One file of the certificates folder as the key process judged it, for /-/status.
-struct CertificateState {
-    std::string name;
-    std::string file;
-    bool serving = false;
-    std::string refusal;       ///< why its current content is not used (empty: it is)
-    std::int64_t refused_at = 0;
-    std::vector<std::string> names;  ///< of the certificate that serves from it
-    std::int64_t not_after = 0;
-    std::string sha256;
-};
-
 class CertificateWatch {
 public:
-    CertificateWatch(boost::asio::io_context& control, const std::vector<std::unique_ptr<EventLoop>>& loops);
+    /// What it learns of the folder goes on `board`, for /-/status.
+    CertificateWatch(boost::asio::io_context& control, const std::vector<std::unique_ptr<EventLoop>>& loops,
+                     TlsStatusBoard& board);
 
     /// Asks once and gives the loops their first contexts (before they run), then keeps asking.
     void start();
     void stop();
 
-    /// What the folder holds now, as of the last answer.
-    const std::vector<CertificateState>& states() const { return states_; }
 
 private:
     void ask();
@@ -48,7 +38,7 @@ private:
     const std::vector<std::unique_ptr<EventLoop>>& loops_;
     boost::asio::steady_timer timer_;
     std::uint64_t generation_ = 0;
-    std::vector<CertificateState> states_;
+    TlsStatusBoard& board_;
     bool unreachable_logged_ = false;
     bool served_nothing_logged_ = false;
 };

@@ -4,6 +4,7 @@
 #include "handler/private_folders.hpp"
 #include "process/key_keeper.hpp"
 #include "process/privileges.hpp"
+#include "tls/ticket_keys.hpp"
 #include "process/crash_ledger.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
@@ -26,6 +27,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,7 +54,12 @@ public:
                       [this](unsigned index, unsigned bank) { return start_process(index, bank); }),
           signals_(io_, SIGINT, SIGTERM, SIGQUIT),
           requests_(io_, SIGHUP, SIGUSR1), children_(io_, SIGCHLD), tick_(io_), deadline_(io_) {
-        if (config_.tls_port) keys_.emplace(io_, config_);
+        if (config_.tls_port) {
+            keys_.emplace(io_, config_);
+            tickets_.emplace(TicketKeys::create());
+            tickets_fd_ = WorkerSpawner::above_worker_fds(UniqueFd(::fcntl(tickets_->fd(), F_DUPFD_CLOEXEC, 0)),
+                                                          config_.threads);
+        }
         workers_.resize(config_.workers);
         if (config_.rollback && !config_.server_folder.empty())
             ledger_.roll_back_to(rollback_targets_in(config_.server_folder));
@@ -102,7 +109,8 @@ private:
         if (keys_)
             if (UniqueFd channel = keys_->channel_for(index))
                 keys_channel = WorkerSpawner::above_worker_fds(std::move(channel), config_.threads);
-        const pid_t pid = spawner_.spawn(index, banks_.first_slot(index, bank), error, keys_channel.get());
+        const pid_t pid =
+            spawner_.spawn(index, banks_.first_slot(index, bank), error, keys_channel.get(), tickets_fd_.get());
         if (pid < 0) {
             spdlog::error("cannot start worker {}: {}; trying again in 1 s", index, std::strerror(error));
             if (bank == workers_[index].bank) schedule_spawn(index, 1s);
@@ -204,6 +212,7 @@ private:
         tick_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
             succession_.tick(stopping_);
+            if (tickets_ && ++ticket_ticks_ % (TicketKeys::kRotateEverySeconds * 10) == 0) tickets_->rotate();
             check_ready();
             // The service manager's watchdog: alive while at least one worker serves.
             if (!stopping_ && any_worker_serving()) notifier_.keep_alive(Clock::now());
@@ -342,6 +351,9 @@ private:
     SlotBanks banks_;
     WorkerSuccession succession_;
     std::optional<KeyKeeper> keys_;  // with --tls-port: the only process that holds private keys
+    std::optional<TicketKeys> tickets_;  // with --tls-port: shared by every worker, rotated here
+    UniqueFd tickets_fd_;                // its copy above the workers' descriptor numbers
+    std::uint64_t ticket_ticks_ = 0;
     asio::signal_set signals_, requests_, children_;
     asio::steady_timer tick_, deadline_;
     std::vector<asio::steady_timer> restart_timers_;

@@ -14,12 +14,14 @@
 #include "process/service_notifier.hpp"
 #include "process/shared_segments.hpp"
 #include "routing/static_files.hpp"
+#include "routing/tls_status.hpp"
 #include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
 #include "tls/key_client.hpp"
+#include "tls/ticket_keys.hpp"
 #include "store/shared_store.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -87,11 +89,16 @@ public:
         if (config_.tls_port) {
             if (role_) {
                 KeyClient::set_channel(WorkerRole::keys_channel_fd(config_.threads));
+                tickets_.emplace(TicketKeys::attach(WorkerRole::ticket_keys_fd(config_.threads)));
             } else {
                 keys_.emplace(control_, config_);  // alone, this process keeps its own key process
                 KeyClient::set_channel(keys_->channel_for(0).release());
+                tickets_.emplace(TicketKeys::create());
+                rotate_tickets();
             }
-            certificates_.emplace(control_, loops_);
+            tickets_->serve_tickets();
+            for (auto& loop : loops_) loop->attach_tls_status(tls_status_);
+            certificates_.emplace(control_, loops_, tls_status_);
         }
         if (!role_) give_up_root();  // a worker did before it got here
         supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
@@ -174,6 +181,16 @@ private:
         become(account);
         spdlog::warn("{}: handler code runs as {} (uid {})",
                      config_.user.empty() ? "started as root without --user" : "--user", account.name, account.uid);
+    }
+
+    /// Alone, this process rotates its session ticket keys (a master does for its workers).
+    void rotate_tickets() {
+        ticket_rotation_.expires_after(std::chrono::seconds(TicketKeys::kRotateEverySeconds));
+        ticket_rotation_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
+            tickets_->rotate();
+            rotate_tickets();
+        });
     }
 
     // --- running -------------------------------------------------------------------------
@@ -272,6 +289,7 @@ private:
         stuck_check_.cancel();
         if (certificates_) certificates_->stop();
         if (keys_) keys_->stop();
+        ticket_rotation_.cancel();
         keep_alive_.cancel();
         if (notifier_)
             notifier_->stopping(signal == SIGQUIT ? "stopping now (SIGQUIT)"
@@ -329,6 +347,7 @@ private:
     std::optional<SharedStore> store_;
     BlockingPool blocking_;
     std::unique_ptr<AccessLog> access_log_;  // before the loops: they hand it their lines to the end
+    TlsStatusBoard tls_status_;              // before the loops: they read it for /-/status
     std::vector<std::unique_ptr<EventLoop>> loops_;
     unsigned short port_ = 0;
     unsigned short tls_port_ = 0;
@@ -336,10 +355,11 @@ private:
     asio::signal_set signals_, requests_;
     std::optional<HandlerSupply> supply_;
     std::optional<KeyKeeper> keys_;
+    std::optional<TicketKeys> tickets_;
     std::optional<CertificateWatch> certificates_;
     std::vector<std::thread> threads_;
     std::optional<ServiceNotifier> notifier_;
-    asio::steady_timer keep_alive_, stuck_check_, drain_deadline_;
+    asio::steady_timer keep_alive_, stuck_check_, drain_deadline_, ticket_rotation_{control_};
     int early_stop_ = 0;  // a stop signal that came before the loops ran
     bool stopping_ = false;
 };

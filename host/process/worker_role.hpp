@@ -19,8 +19,10 @@ struct WorkerRole {
     }
     /// The channel to the key process (with --tls-port).
     static constexpr int keys_channel_fd(unsigned threads) { return tls_listener_fd(threads, threads); }
+    /// The session ticket keys every worker shares (with --tls-port).
+    static constexpr int ticket_keys_fd(unsigned threads) { return keys_channel_fd(threads) + 1; }
     /// The highest number a worker receives.
-    static constexpr int highest_fd(unsigned threads) { return keys_channel_fd(threads); }
+    static constexpr int highest_fd(unsigned threads) { return ticket_keys_fd(threads); }
     unsigned index = 0;                         ///< which worker (its listening sockets)
     pid_t master = 0;
     unsigned first_slot = 0;                    ///< its loops' slots: first_slot … first_slot + threads - 1

@@ -34,7 +34,7 @@ UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, unsigned threads) {
     return UniqueFd(high);
 }
 
-pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error, int keys_channel) const {
+pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error, int keys_channel, int ticket_keys) const {
     std::vector<std::string> args = argv_;
     args.insert(args.end(), {"--worker-index", std::to_string(index), "--master-pid", std::to_string(::getpid()),
                              "--worker-slot", std::to_string(first_slot)});
@@ -56,6 +56,8 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error, int 
                                              WorkerRole::tls_listener_fd(threads_, t));
     if (keys_channel >= 0)
         posix_spawn_file_actions_adddup2(&actions, keys_channel, WorkerRole::keys_channel_fd(threads_));
+    if (ticket_keys >= 0)
+        posix_spawn_file_actions_adddup2(&actions, ticket_keys, WorkerRole::ticket_keys_fd(threads_));
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     // Blocked until the worker has its handlers: an early SIGTERM drains it instead of killing it.

@@ -39,7 +39,8 @@ public:
 
     /// Starts worker `index`; its pid, or -1 with the reason in `error` (an errno value).
     /// `keys_channel`, if valid, is its channel to the key process.
-    pid_t spawn(unsigned index, unsigned first_slot, int& error, int keys_channel = -1) const;
+    /// `ticket_keys`, if valid, the session ticket keys' segment (above the workers' numbers too).
+    pid_t spawn(unsigned index, unsigned first_slot, int& error, int keys_channel = -1, int ticket_keys = -1) const;
 
     /// Closes the master's copies of the listening sockets: once the workers have closed
     /// theirs too, the port is free.

@@ -36,7 +36,8 @@ HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
     std::string body;
     try {
         const SharedStore* store = host_services().store;
-        body = metrics ? render_metrics(*shared_, store) : render_status(*shared_, !exchange.client.status_port(), store);
+        body = metrics ? render_metrics(*shared_, store, tls_)
+                       : render_status(*shared_, !exchange.client.status_port(), store, tls_);
     } catch (const std::exception& e) {
         spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
         return exchange.error(HttpStatus::internal_server_error);

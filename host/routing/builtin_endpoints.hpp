@@ -9,6 +9,8 @@
 
 namespace cspd {
 
+class TlsStatusBoard;
+
 struct SharedStats;
 
 struct BuiltinOptions {
@@ -31,6 +33,8 @@ public:
 
     /// /-/status and /metrics report `shared`.
     void attach_stats(const SharedStats& shared) { shared_ = &shared; }
+    /// …and the certificates on `board` (with --tls-port).
+    void attach_tls_status(const TlsStatusBoard& board) { tls_ = &board; }
 
     /// Answers the exchange if its path is one of the host's; nothing otherwise.
     std::optional<HttpStatus> try_serve(Exchange& exchange) const;
@@ -49,6 +53,7 @@ private:
     BuiltinOptions options_;
     const bool* draining_;
     const SharedStats* shared_ = nullptr;
+    const TlsStatusBoard* tls_ = nullptr;
 };
 
 }  // namespace cspd

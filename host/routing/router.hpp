@@ -43,6 +43,8 @@ public:
     /// Counts every response into `slot`; handler calls are timed and marked there for the
     /// watchdog; /-/status and /metrics report `shared`; quarantined versions answer 503.
     void attach_stats(SharedStats& shared, LoopSlot& slot);
+    /// /-/status and /metrics report HTTPS certificates from `board`.
+    void attach_tls_status(const TlsStatusBoard& board) { builtin_.attach_tls_status(board); }
 
     /// Appends the response to `request` to `out`, or hands the call to `context.pending`.
     Routed respond(const HttpRequest& request, const RequestContext& context, std::string& out);

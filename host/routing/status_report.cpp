@@ -2,6 +2,7 @@
 
 #include "routing/without_paths.hpp"
 
+#include "routing/tls_status.hpp"
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
 #include "store/shared_store.hpp"
@@ -34,6 +35,8 @@ struct HandlerSummary {
 struct Summary {
     std::uint64_t requests[5]{}, open_connections = 0, accepted = 0, replies_owed = 0, blocking_busy = 0, blocking_queued = 0,
                   blocking_refused = 0, cache_hits = 0, cache_misses = 0, cache_bytes = 0, access_log_dropped = 0;
+    std::uint64_t tls_handshakes[std::size_t(TlsVersion::count)]{}, tls_resumed = 0,
+        tls_failures[std::size_t(TlsFailure::count)]{};
     std::map<std::string, HandlerSummary, std::less<>> handlers;
 };
 
@@ -50,6 +53,9 @@ Summary summarize(const SharedStats& stats) {
         sum.cache_hits += read(slot.cache_hits);
         sum.cache_misses += read(slot.cache_misses);
         sum.access_log_dropped += read(slot.access_log_dropped);
+        for (std::size_t v = 0; v < std::size_t(TlsVersion::count); ++v) sum.tls_handshakes[v] += read(slot.tls_handshakes[v]);
+        sum.tls_resumed += read(slot.tls_resumed);
+        for (std::size_t f = 0; f < std::size_t(TlsFailure::count); ++f) sum.tls_failures[f] += read(slot.tls_failures[f]);
         if (running) {
             sum.cache_bytes += read(slot.cache_bytes);
             sum.open_connections += read(slot.open_connections);
@@ -210,9 +216,55 @@ void store_metrics(std::string& out, const SharedStore& store) {
                double(owner.refused));
 }
 
+/// HTTPS: handshakes by version, resumptions, failures by reason, and each certificate's expiry.
+void tls_metrics(std::string& out, const Summary& sum, const TlsStatusBoard& board) {
+    family(out, "cspd_tls_handshakes_total", "counter", "TLS handshakes completed, by protocol version.");
+    for (std::size_t v = 0; v < std::size_t(TlsVersion::count); ++v)
+        sample(out, "cspd_tls_handshakes_total", std::string("version=\"") + kTlsVersionNames[v] + "\"",
+               double(sum.tls_handshakes[v]));
+    family(out, "cspd_tls_resumed_handshakes_total", "counter", "TLS handshakes that resumed a session (a ticket).");
+    sample(out, "cspd_tls_resumed_handshakes_total", "", double(sum.tls_resumed));
+    family(out, "cspd_tls_handshake_failures_total", "counter", "TLS handshakes that failed, by reason.");
+    for (std::size_t f = 0; f < std::size_t(TlsFailure::count); ++f)
+        sample(out, "cspd_tls_handshake_failures_total", std::string("reason=\"") + kTlsFailureNames[f] + "\"",
+               double(sum.tls_failures[f]));
+    const std::vector<CertificateState> certificates = board.certificates();
+    family(out, "cspd_tls_certificate_expiry_timestamp_seconds", "gauge",
+           "When the certificate serving from each file of --certs expires, Unix time.");
+    for (const CertificateState& c : certificates)
+        if (c.serving)
+            sample(out, "cspd_tls_certificate_expiry_timestamp_seconds", "file=\"" + label(c.file) + "\"",
+                   double(c.not_after));
+    family(out, "cspd_tls_certificate_refused", "gauge",
+           "1 while the current content of a file of --certs is refused (the previous certificate, if any, serves).");
+    for (const CertificateState& c : certificates)
+        sample(out, "cspd_tls_certificate_refused", "file=\"" + label(c.file) + "\"", c.refusal.empty() ? 0 : 1);
+}
+
+nlohmann::ordered_json tls_status(const Summary& sum, const TlsStatusBoard& board) {
+    nlohmann::ordered_json tls;
+    auto& handshakes = tls["handshakes"] = nlohmann::ordered_json::object();
+    for (std::size_t v = 0; v < std::size_t(TlsVersion::count); ++v) handshakes[kTlsVersionNames[v]] = sum.tls_handshakes[v];
+    tls["resumed"] = sum.tls_resumed;
+    auto& failures = tls["failures"] = nlohmann::ordered_json::object();
+    for (std::size_t f = 0; f < std::size_t(TlsFailure::count); ++f) failures[kTlsFailureNames[f]] = sum.tls_failures[f];
+    auto& certificates = tls["certificates"] = nlohmann::ordered_json::array();
+    for (const CertificateState& c : board.certificates()) {
+        nlohmann::ordered_json item{{"file", c.file}, {"state", c.serving ? (c.refusal.empty() ? "serving" : "serving previous") : "refused"}};
+        if (c.serving) {
+            item["names"] = c.names;
+            item["not_after_unix"] = c.not_after;
+            item["sha256"] = c.sha256;
+        }
+        if (!c.refusal.empty()) item["last_refusal"] = {{"why", c.refusal}, {"at_unix", c.refused_at}};
+        certificates.push_back(std::move(item));
+    }
+    return tls;
+}
+
 }  // namespace
 
-std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
+std::string render_metrics(const SharedStats& stats, const SharedStore* store, const TlsStatusBoard* tls) {
     const Summary sum = summarize(stats);
     std::string out;
     out.reserve(4096 + sum.handlers.size() * 2048);
@@ -256,10 +308,12 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store) {
     sample(out, "cspd_start_time_seconds", "", double(stats.started_unix_ms) / 1000.0);
 
     handler_metrics(out, sum);
+    if (tls) tls_metrics(out, sum, *tls);
     return out;
 }
 
-std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store) {
+std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store,
+                          const TlsStatusBoard* tls) {
     const Summary sum = summarize(stats);
     nlohmann::ordered_json doc;
     doc["started_unix_ms"] = stats.started_unix_ms;
@@ -272,6 +326,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
                              {"refused", sum.blocking_refused}};
     doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
     doc["worker_restarts"] = read(stats.worker_restarts);
+    if (tls) doc["tls"] = tls_status(sum, *tls);
     if (store) {
         auto& kv = doc["kv_store"] = {{"entries", store->size()},
                                       {"entries_max", store->limits().entries},

@@ -10,11 +10,15 @@ namespace cspd {
 
 struct SharedStats;
 class SharedStore;
+class TlsStatusBoard;
 
-/// `store`: the server's shared store, if it has one (its use by handler is reported too).
-std::string render_metrics(const SharedStats& stats, const SharedStore* store = nullptr);
+/// `store`: the server's shared store, if it has one (its use by handler is reported too);
+/// `tls`: its HTTPS certificates, with --tls-port (handshakes are reported then too).
+std::string render_metrics(const SharedStats& stats, const SharedStore* store = nullptr,
+                           const TlsStatusBoard* tls = nullptr);
 /// Who reads it: on the public port (`for_public`) texts name files, never where they are
 /// (refusal reasons carry paths into private folders); the status address gets them whole.
-std::string render_status(const SharedStats& stats, bool for_public = false, const SharedStore* store = nullptr);
+std::string render_status(const SharedStats& stats, bool for_public = false, const SharedStore* store = nullptr,
+                          const TlsStatusBoard* tls = nullptr);
 
 }  // namespace cspd

@@ -44,7 +44,9 @@ public:
 
     /// Speaks TLS with the certificates of `contexts` (the HTTPS port): before start(). False
     /// (logged) if it cannot: close() it.
-    bool begin_tls(std::shared_ptr<const TlsContexts> contexts) { return transport_.start_tls(std::move(contexts)); }
+    bool begin_tls(std::shared_ptr<const TlsContexts> contexts, LoopSlot* counters) {
+        return transport_.start_tls(std::move(contexts), counters);
+    }
 
     Connection* prev = nullptr;  // ConnectionList's links
     Connection* next = nullptr;

@@ -182,7 +182,7 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, Port port) {
         ::close(fd);
         return;
     }
-    if (port == Port::tls && !connection->begin_tls(context_.tls)) {
+    if (port == Port::tls && !connection->begin_tls(context_.tls, slot_)) {
         connection->close();
         return;
     }

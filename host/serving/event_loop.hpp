@@ -53,6 +53,8 @@ public:
     void adopt_status_listener(int fd);
     /// Takes over an HTTPS listening socket (--tls-port): its connections speak TLS.
     void adopt_tls_listener(int fd);
+    /// /-/status and /metrics report the certificates on `board` (before run()).
+    void attach_tls_status(const TlsStatusBoard& board) { router_.attach_tls_status(board); }
     /// Thread-safe: new HTTPS connections are served with `contexts` (null: refused, none serves).
     void use_certificates(std::shared_ptr<const TlsContexts> contexts);
     /// Counts into `slot` of the shared counters; `shared` also answers /metrics and /-/status.

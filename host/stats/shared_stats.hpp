@@ -5,6 +5,8 @@
 // alone writes the worker bookkeeping, the crash counts and the quarantine list.
 #pragma once
 
+#include "stats/tls_counters.hpp"
+
 #include "common/crash_context.hpp"
 #include "common/seqlock.hpp"
 #include "common/unique_fd.hpp"
@@ -114,6 +116,9 @@ struct LoopSlot {
     Counter cache_hits, cache_misses;  // the reply cache: lookups for handlers that cache
     Counter cache_bytes;               // now
     Counter access_log_dropped;        // lines the access log's writer was too far behind to take
+    Counter tls_handshakes[std::size_t(TlsVersion::count)];  // completed, by version
+    Counter tls_resumed;                                     // of those, resumed from a ticket
+    Counter tls_failures[std::size_t(TlsFailure::count)];
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
 
     std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }

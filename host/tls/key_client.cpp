@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <utility>
 
 namespace cspd {
 namespace {
@@ -20,6 +21,7 @@ struct ThreadConnection {
     std::chrono::steady_clock::time_point quiet_until{};
 };
 thread_local ThreadConnection connection;
+thread_local bool sign_failed = false;
 
 bool open_connection() {
     const int fd = channel.load();
@@ -35,6 +37,10 @@ bool open_connection() {
     return true;
 }
 }  // namespace
+
+bool KeyClient::take_sign_failure() { return std::exchange(sign_failed, false); }
+
+void KeyClient::note_sign_failure() { sign_failed = true; }
 
 void KeyClient::set_channel(int fd) {
     if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // not for the processes a worker starts

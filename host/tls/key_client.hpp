@@ -22,6 +22,12 @@ public:
     /// One request and its answer; nullopt if the key process cannot be reached in `timeout_ms`.
     static std::optional<key_protocol::Frame> ask(key_protocol::Op op, std::uint64_t id, std::string_view payload,
                                                   int timeout_ms);
+
+    /// Whether a signature this thread asked for failed since the last call (for counting why
+    /// a handshake failed).
+    static bool take_sign_failure();
+    /// Records one (the proxy key does, on a refusal or no answer).
+    static void note_sign_failure();
 };
 
 }  // namespace cspd

@@ -33,7 +33,10 @@ RSA_METHOD* rsa_method = nullptr;
 std::optional<std::string> remote_sign(Op op, std::uint64_t key, const unsigned char* block, std::size_t size) {
     const auto answer =
         KeyClient::ask(op, key, std::string_view(reinterpret_cast<const char*>(block), size), kSignTimeoutMs);
-    if (!answer || answer->kind != static_cast<std::uint8_t>(Answer::ok)) return std::nullopt;
+    if (!answer || answer->kind != static_cast<std::uint8_t>(Answer::ok)) {
+        KeyClient::note_sign_failure();
+        return std::nullopt;
+    }
     return answer->payload;
 }
 

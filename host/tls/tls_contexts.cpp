@@ -1,6 +1,7 @@
 #include "tls/tls_contexts.hpp"
 
 #include "common/ascii.hpp"
+#include "tls/ticket_keys.hpp"
 
 #include <openssl/err.h>
 
@@ -50,6 +51,7 @@ SslCtxPtr make_context(const Certificate& certificate) {
     SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
     SSL_CTX_set_num_tickets(ctx.get(), 1);
     SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext);
+    TicketKeys::attach_to(ctx.get());  // keys every worker shares, when the process has them
     SSL_CTX_set_alpn_select_cb(ctx.get(), choose_alpn, nullptr);
 
     if (SSL_CTX_use_certificate(ctx.get(), certificate.leaf.get()) != 1) fail("certificate");

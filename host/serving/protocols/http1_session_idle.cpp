@@ -130,7 +130,10 @@ void Http1Session::on_tick(std::uint32_t now) {
     case State::reading:
     case State::parked:
         if (transport_.handshaking()) {
-            if (passed(last_request_, config.header_timeout_s)) close();  // a TLS handshake that stalls
+            if (passed(last_request_, config.header_timeout_s)) {  // a TLS handshake that stalls
+                transport_.handshake_timed_out();
+                close();
+            }
         } else if (work_ && work_->parser.in_body()) {
             if (passed(last_read_, config.header_timeout_s)) close();  // the body stalled
             else if (config.min_body_rate && body_too_slow(now)) refuse_slow_body();

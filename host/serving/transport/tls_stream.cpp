@@ -1,5 +1,7 @@
 #include "serving/transport/tls_stream.hpp"
 
+#include "stats/shared_stats.hpp"
+#include "tls/key_client.hpp"
 #include "tls/tls_contexts.hpp"
 
 #include <openssl/err.h>
@@ -25,12 +27,45 @@ constexpr std::string_view kPlainHttpAnswer =
     "\r\n"
     "This port speaks HTTPS: ask for https:// URLs here.\r\n";
 static_assert(kPlainHttpAnswer.size() - kPlainHttpAnswer.find("\r\n\r\n") - 4 == 53);
+/// Why a handshake failed, from OpenSSL's first queued reason (left queued for the log).
+TlsFailure why_failed(int ssl_error) {
+    if (KeyClient::take_sign_failure()) return TlsFailure::key_process;
+    const unsigned long code = ERR_peek_error();
+    if (ssl_error == SSL_ERROR_SYSCALL && code == 0) return TlsFailure::peer_closed;
+    if (ERR_GET_LIB(code) != ERR_LIB_SSL) return TlsFailure::other;
+    switch (ERR_GET_REASON(code)) {
+    case SSL_R_UNSUPPORTED_PROTOCOL:
+    case SSL_R_VERSION_TOO_LOW:
+    case SSL_R_NO_PROTOCOLS_AVAILABLE: return TlsFailure::protocol_version;
+    case SSL_R_NO_SHARED_CIPHER:
+    case SSL_R_NO_SHARED_GROUPS:
+    case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+    case SSL_R_NO_SUITABLE_KEY_SHARE:
+    case SSL_R_NO_APPLICATION_PROTOCOL: return TlsFailure::no_shared_cipher;
+    default: return TlsFailure::bad_record;
+    }
+}
 }  // namespace
 
-std::unique_ptr<TlsStream> TlsStream::accept(std::shared_ptr<const TlsContexts> contexts, int fd) {
+std::unique_ptr<TlsStream> TlsStream::accept(std::shared_ptr<const TlsContexts> contexts, int fd, LoopSlot* counters) {
     SslPtr ssl = contexts->accept(fd);
     if (!ssl) return nullptr;
-    return std::make_unique<TlsStream>(std::move(contexts), std::move(ssl));
+    return std::make_unique<TlsStream>(std::move(contexts), std::move(ssl), counters);
+}
+
+void TlsStream::count_handshake() {
+    if (counted_ || !handshake_done()) return;
+    counted_ = true;
+    if (!counters_) return;
+    const TlsVersion version = SSL_version(ssl_.get()) == TLS1_3_VERSION ? TlsVersion::tls13 : TlsVersion::tls12;
+    bump(counters_->tls_handshakes[std::size_t(version)]);
+    if (SSL_session_reused(ssl_.get())) bump(counters_->tls_resumed);
+}
+
+void TlsStream::count_failure(TlsFailure why) {
+    if (counted_) return;
+    counted_ = true;
+    if (counters_) bump(counters_->tls_failures[std::size_t(why)]);
 }
 
 Transport::Moved TlsStream::answer_plain_http(int fd) {
@@ -40,6 +75,7 @@ Transport::Moved TlsStream::answer_plain_http(int fd) {
     ::send(fd, kPlainHttpAnswer.data(), kPlainHttpAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::shutdown(fd, SHUT_WR);
     failed_ = true;
+    count_failure(TlsFailure::plain_http);
     return {Transport::Io::failed, 0};
 }
 
@@ -51,12 +87,16 @@ Transport::Moved TlsStream::read(int fd, char* into, std::size_t room) {
         do {
             n = ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
         } while (n < 0 && errno == EINTR);
-        if (n == 0) return {Transport::Io::closed, 0};
+        if (n == 0) {
+            count_failure(TlsFailure::peer_closed);
+            return {Transport::Io::closed, 0};
+        }
         if (n < 0) return {errno == EAGAIN || errno == EWOULDBLOCK ? Transport::Io::would_block : Transport::Io::failed, 0};
         looked_ = true;
         if (first != kHandshakeRecord) {
             if (first >= 'A' && first <= 'Z') return answer_plain_http(fd);  // "GET ", "POST "...
             failed_ = true;
+            count_failure(TlsFailure::bad_record);
             return {Transport::Io::failed, 0};
         }
     }
@@ -64,6 +104,7 @@ Transport::Moved TlsStream::read(int fd, char* into, std::size_t room) {
     ERR_clear_error();
     std::size_t got = 0;
     const int result = SSL_read_ex(ssl_.get(), into, room, &got);
+    if (!counted_) count_handshake();
     if (result == 1) return {Transport::Io::done, got};
     return {after_failure(result, true), 0};
 }
@@ -102,17 +143,21 @@ Transport::Moved TlsStream::send_file(int file, std::uint64_t offset, std::size_
 }
 
 Transport::Io TlsStream::after_failure(int result, bool reading) {
-    switch (SSL_get_error(ssl_.get(), result)) {
+    const int error = SSL_get_error(ssl_.get(), result);
+    switch (error) {
     case SSL_ERROR_WANT_READ:
         if (reading) return Transport::Io::would_block;
         break;  // a write that waits for the peer: not in TLS 1.2/1.3 without renegotiation
     case SSL_ERROR_WANT_WRITE:
         if (reading) read_needs_room_ = true;
         return Transport::Io::would_block;
-    case SSL_ERROR_ZERO_RETURN: return Transport::Io::closed;  // close_notify (or EOF, see IGNORE_UNEXPECTED_EOF)
+    case SSL_ERROR_ZERO_RETURN:  // close_notify (or EOF, see IGNORE_UNEXPECTED_EOF)
+        count_failure(TlsFailure::peer_closed);  // counts only before the handshake ended
+        return Transport::Io::closed;
     default: break;
     }
     failed_ = true;
+    if (!counted_) count_failure(why_failed(error));
     const std::string why = take_openssl_errors();
     if (!why.empty()) spdlog::debug("TLS connection failed{}: {}", handshake_done() ? "" : " in the handshake", why);
     return Transport::Io::failed;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "serving/transport/transport.hpp"
+#include "stats/tls_counters.hpp"
 #include "tls/openssl_types.hpp"
 
 #include <memory>
@@ -15,12 +16,14 @@
 namespace cspd {
 
 class TlsContexts;
+struct LoopSlot;
 
 class TlsStream {
 public:
     /// Over the accepted socket `fd` (still the transport's), with the certificates of `contexts`
-    /// (held as long as this stream). Null if OpenSSL has no memory.
-    static std::unique_ptr<TlsStream> accept(std::shared_ptr<const TlsContexts> contexts, int fd);
+    /// (held as long as this stream), counting its handshake in `counters` (if any). Null if
+    /// OpenSSL has no memory.
+    static std::unique_ptr<TlsStream> accept(std::shared_ptr<const TlsContexts> contexts, int fd, LoopSlot* counters);
 
     Transport::Moved read(int fd, char* into, std::size_t room);
     Transport::Moved write(std::string_view bytes);
@@ -36,19 +39,27 @@ public:
     std::size_t buffered() const { return static_cast<std::size_t>(SSL_pending(ssl_.get())); }
     bool handshake_done() const { return SSL_is_init_finished(ssl_.get()) == 1; }
 
+    /// The handshake was given up (it stalled): counted as such.
+    void count_timeout() { count_failure(TlsFailure::timeout); }
+
     /// Sends close_notify once, without waiting for the peer's: before a half-close or a close
     /// of a connection that has not failed.
     void say_goodbye();
 
-    TlsStream(std::shared_ptr<const TlsContexts> contexts, SslPtr ssl) noexcept
-        : contexts_(std::move(contexts)), ssl_(std::move(ssl)) {}
+    TlsStream(std::shared_ptr<const TlsContexts> contexts, SslPtr ssl, LoopSlot* counters) noexcept
+        : contexts_(std::move(contexts)), ssl_(std::move(ssl)), counters_(counters) {}
 
 private:
     Transport::Io after_failure(int result, bool reading);
     Transport::Moved answer_plain_http(int fd);
+    /// Once per connection: the handshake ended, well (its version, resumed or not) or not.
+    void count_handshake();
+    void count_failure(TlsFailure why);
 
     std::shared_ptr<const TlsContexts> contexts_;
     SslPtr ssl_;
+    LoopSlot* counters_;
+    bool counted_ = false;           // the handshake's outcome is counted
     bool looked_ = false;            // the first byte has been seen to begin a TLS record
     bool read_needs_room_ = false;
     bool failed_ = false;            // a fatal error: no close_notify, no more calls into OpenSSL

@@ -35,11 +35,15 @@ bool Transport::ensure_extras() {
     return extras_ != nullptr;
 }
 
-bool Transport::start_tls(std::shared_ptr<const TlsContexts> contexts) {
-    if (ensure_extras()) extras_->tls = TlsStream::accept(std::move(contexts), fd_);
+bool Transport::start_tls(std::shared_ptr<const TlsContexts> contexts, LoopSlot* counters) {
+    if (ensure_extras()) extras_->tls = TlsStream::accept(std::move(contexts), fd_, counters);
     if (is_tls()) return true;
     spdlog::error("no memory for a TLS session; closing the connection");
     return false;
+}
+
+void Transport::handshake_timed_out() {
+    if (is_tls()) extras_->tls->count_timeout();
 }
 
 bool Transport::handshaking() const { return is_tls() && !extras_->tls->handshake_done(); }

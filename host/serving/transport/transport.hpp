@@ -38,6 +38,7 @@ protected:
 
 class TlsContexts;
 class TlsStream;
+struct LoopSlot;
 
 class Transport {
 public:
@@ -57,7 +58,9 @@ public:
     ~Transport();
     /// Speaks TLS from now on with the certificates of `contexts`, before any read. False (logged)
     /// if OpenSSL has no memory for it: the caller closes.
-    bool start_tls(std::shared_ptr<const TlsContexts> contexts);
+    bool start_tls(std::shared_ptr<const TlsContexts> contexts, LoopSlot* counters);
+    /// The TLS handshake stalled and the connection is given up: counted as such.
+    void handshake_timed_out();
     bool is_tls() const { return extras_ && extras_->tls; }
     /// Still in the TLS handshake (false for plain TCP).
     bool handshaking() const;
