@@ -388,6 +388,12 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
                            {"restarts", slot.restarts.load(std::memory_order_relaxed)},
                            {"open_connections", pid ? read(slot.open_connections) : 0},
                            {"requests", requests}});
+        if (tls) {
+            std::uint64_t handshakes = 0;
+            for (const auto& count : slot.tls_handshakes) handshakes += read(count);
+            workers.back()["tls_handshakes"] = handshakes;
+            workers.back()["tls_resumed"] = read(slot.tls_resumed);
+        }
     }
     // Refusal reasons hold paths, which may be any bytes: replace what is not UTF-8 rather than throw.
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

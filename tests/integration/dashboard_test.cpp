@@ -56,5 +56,35 @@ TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
     EXPECT_TRUE(std::filesystem::exists(artifacts / "dashboard-phone.png"));
 }
 
+TEST(Dashboard, LoadsOverHttpsAndListsTheCertificateServing) {
+    TempDir certs;
+    const auto pem = certs / "default.pem";
+    int status = -1;
+    run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + (certs / "k").string() +
+            " -out " + (certs / "c").string() +
+            " -days 30 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>&1 && cat " +
+            (certs / "k").string() + " " + (certs / "c").string() + " > " + pem.string() + " && rm " +
+            (certs / "k").string() + " " + (certs / "c").string(),
+        status);
+    ASSERT_EQ(status, 0);
+    TestServer server({"--threads", "1", "--tls-port", "0", "--certs", certs.path().string()}, false);
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(CSPD_SOURCE_DIR) / "www"))
+        std::filesystem::copy(entry.path(), server.www() / entry.path().filename());
+    for (const char* name : {"hello.so", "xpng.so"})
+        std::filesystem::copy_file(std::filesystem::path(CSPD_HANDLERS_DIR) / name, server.handlers() / name);
+    server.start();
+    const std::filesystem::path artifacts = std::filesystem::path(CSPD_BUILD_DIR) / "artifacts";
+    std::filesystem::create_directories(artifacts);
+    const std::string out = run("node " + std::string(CSPD_SOURCE_DIR) + "/tests/browser/dashboard_https.mjs https://127.0.0.1:" +
+                                    std::to_string(server.tls_port()) + "/ default.pem " +
+                                    (artifacts / "dashboard-https.png").string() + " 2>&1",
+                                status);
+    ASSERT_EQ(status, 0) << out;
+    const auto result = nlohmann::json::parse(out.substr(out.rfind('{')));
+    EXPECT_TRUE(result.at("ok").get<bool>()) << out;
+    EXPECT_EQ(result.at("protocol"), "TLS 1.3") << out;
+    EXPECT_NE(result.at("certificate_row").get<std::string>().find("localhost"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace cspd::test

@@ -21,7 +21,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
+#include <map>
+#include <set>
 #include <random>
 #include <string>
 #include <thread>
@@ -396,6 +399,81 @@ TEST_F(Https, DeferredStreamedAndUploadedAnswersWorkUnchanged) {
     write_file(upload, std::string(900 * 1024, 'u'));
     const std::string echoed = run("curl -sk --data-binary @" + upload.string() + " " + url + "echo");
     EXPECT_NE(echoed.find("body-size=" + std::to_string(900 * 1024)), std::string::npos) << echoed.substr(0, 400);
+}
+
+TEST_F(Https, SessionsResumeOnEitherWorkerWithTls13And12) {
+    write_file(certs() / "default.pem", certificate_for({"DNS:localhost"}));
+    start();
+    const auto session = dir_ / "session.pem";
+    const std::string request = "printf 'GET /csp/hello HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' | ";
+    for (const std::string version : {"-tls1_3", "-tls1_2"}) {
+        SCOPED_TRACE(version);
+        std::filesystem::remove(session);
+        // The client stays for the answer: TLS 1.3 tickets come after the handshake.
+        const std::string first = run(request + "openssl s_client -ign_eof -connect 127.0.0.1:" + std::to_string(tls_port_) +
+                                      " " + version + " -sess_out " + session.string());
+        ASSERT_NE(first.find("\nNew, "), std::string::npos) << first;
+        int reused = 0;
+        for (int i = 0; i < 12; ++i) {
+            const std::string again = run(request + "openssl s_client -ign_eof -connect 127.0.0.1:" +
+                                          std::to_string(tls_port_) + " " + version + " -sess_in " + session.string());
+            reused += again.find("\nReused, ") != std::string::npos;
+        }
+        EXPECT_EQ(reused, 12);
+    }
+    // The kernel spread those connections over both workers' sockets: each resumed some.
+    const auto status = nlohmann::json::parse(fetch(server_->port(), "/-/status")->body);
+    std::set<std::int64_t> resuming_workers;
+    for (const auto& worker : status["workers"])
+        if (worker.value("tls_resumed", 0) > 0) resuming_workers.insert(worker["pid"].get<std::int64_t>());
+    EXPECT_EQ(resuming_workers.size(), 2u) << status.dump(1);
+    EXPECT_EQ(status["tls"]["resumed"], 24);
+}
+
+TEST_F(Https, StatusAndMetricsShowCertificatesHandshakesAndFailures) {
+    const std::string good = certificate_for({"DNS:site.test", "DNS:*.site.test"}, "site");
+    write_file(certs() / "site.pem", good);
+    write_file(certs() / "broken.pem", "-----BEGIN CERTIFICATE-----\nnot one\n");
+    start({"--header-timeout", "1"});
+    ASSERT_TRUE(python_client(tls_port_, "--tls 1.3").value("ok", false));
+    ASSERT_TRUE(python_client(tls_port_, "--tls 1.2").value("ok", false));
+    EXPECT_FALSE(python_client(tls_port_, "--tls 1.1").value("ok", true));
+    EXPECT_EQ(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
+    const int stalled = connect_to(tls_port_);
+    EXPECT_TRUE(read_until_close(stalled, 5s).second);
+    ::close(stalled);
+
+    const auto status = nlohmann::json::parse(fetch(server_->port(), "/-/status")->body);
+    const auto& tls = status.at("tls");
+    EXPECT_EQ(tls["handshakes"]["TLSv1.3"], 1) << tls.dump(1);
+    EXPECT_EQ(tls["handshakes"]["TLSv1.2"], 1);
+    EXPECT_EQ(tls["failures"]["protocol_version"], 1);
+    EXPECT_EQ(tls["failures"]["plain_http"], 1);
+    EXPECT_EQ(tls["failures"]["timeout"], 1);
+    ASSERT_EQ(tls["certificates"].size(), 2u);
+    const auto& broken = tls["certificates"][0];
+    EXPECT_EQ(broken["file"], "broken.pem");
+    EXPECT_EQ(broken["state"], "refused");
+    EXPECT_NE(broken["last_refusal"]["why"].get<std::string>().find("no certificate found"), std::string::npos);
+    const auto& site = tls["certificates"][1];
+    EXPECT_EQ(site["file"], "site.pem");
+    EXPECT_EQ(site["state"], "serving");
+    EXPECT_EQ(site["names"], nlohmann::json::array({"site.test", "*.site.test"}));
+    EXPECT_EQ(site["sha256"], fingerprint_of(good, dir_));
+    const std::int64_t not_after = site["not_after_unix"];
+    EXPECT_NEAR(double(not_after), double(std::time(nullptr) + 30L * 86400), 120.0);
+
+    const std::string metrics = fetch(server_->port(), "/metrics")->body;
+    EXPECT_NE(metrics.find("cspd_tls_certificate_expiry_timestamp_seconds{file=\"site.pem\"} " + std::to_string(not_after)),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE(metrics.find("cspd_tls_certificate_refused{file=\"broken.pem\"} 1"), std::string::npos);
+    EXPECT_NE(metrics.find("cspd_tls_handshakes_total{version=\"TLSv1.3\"} 1"), std::string::npos);
+    EXPECT_NE(metrics.find("cspd_tls_handshake_failures_total{reason=\"protocol_version\"} 1"), std::string::npos);
+    // Prometheus's own parser reads it.
+    const auto metrics_file = dir_ / "metrics.txt";
+    write_file(metrics_file, metrics);
+    EXPECT_EQ(run("promtool check metrics < " + metrics_file.string() + " > /dev/null && echo ok"), "ok\n");
 }
 
 }  // namespace

@@ -150,7 +150,14 @@ std::vector<pid_t> TestServer::worker_pids() const {
     std::vector<pid_t> pids;
     std::ifstream children("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children");
     pid_t child;
-    while (children >> child) pids.push_back(child);
+    while (children >> child) {
+        // The master's other children (the key process: "cspd __keys") serve nothing.
+        std::ifstream cmdline("/proc/" + std::to_string(child) + "/cmdline");
+        std::string program, role;
+        std::getline(cmdline, program, '\0');
+        std::getline(cmdline, role, '\0');
+        if (!role.starts_with("__")) pids.push_back(child);
+    }
     if (pids.empty() && std::find(extra_args_.begin(), extra_args_.end(), "--single-process") != extra_args_.end())
         pids.push_back(pid_);
     return pids;

@@ -31,7 +31,8 @@ public:
     unsigned short port() const { return port_; }
     /// The process started: the master (or the only process with --single-process).
     pid_t pid() const { return pid_; }
-    /// The processes that serve: the master's children (or the process itself with --single-process).
+    /// The processes that serve: the master's children but the key process (or the process itself
+    /// with --single-process).
     std::vector<pid_t> worker_pids() const;
     /// The first of them, waiting briefly for one to exist; -1 if none.
     pid_t worker_pid() const;
