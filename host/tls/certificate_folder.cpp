@@ -40,7 +40,8 @@ bool CertificateFolder::rescan(std::int64_t now) {
 
     bool changed = false;
     std::vector<Tracked> next;
-    for (auto& [name, files] : found) {
+    for (auto& [found_name, files] : found) {
+        const std::string& name = found_name;  // a plain reference: lambdas below may capture it
         // NAME.pem wins over a NAME.crt + NAME.key pair beside it; a lone .crt or .key waits for its partner.
         const bool single = !files.pem.empty();
         if (!single && (files.crt.empty() || files.key.empty())) continue;
