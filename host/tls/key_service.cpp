@@ -101,7 +101,7 @@ std::uint64_t KeyService::id_of(const std::shared_ptr<const Certificate>& certif
             return id;
         }
     const std::uint64_t id = next_id_++;
-    keys_[id] = Held{certificate, 0};
+    keys_[id].certificate = certificate;
     return id;
 }
 
@@ -161,13 +161,14 @@ std::string KeyService::answer(const key_protocol::Frame& request) {
     const auto held = keys_.find(request.id);
     if (held == keys_.end()) return answer_frame(Answer::refused);
     bool refused = false;
-    std::string signature = sign(op, *held->second.certificate, request.payload, refused);
+    std::string signature = sign(op, held->second, request.payload, refused);
     if (refused) return answer_frame(Answer::refused);
     if (signature.empty()) return answer_frame(Answer::failed);
     return answer_frame(Answer::ok, signature);
 }
 
-std::string KeyService::sign(Op op, const Certificate& certificate, std::string_view block, bool& refused) {
+std::string KeyService::sign(Op op, Held& held, std::string_view block, bool& refused) {
+    const Certificate& certificate = *held.certificate;
     EVP_PKEY* key = certificate.key.get();
     const int type = EVP_PKEY_get_base_id(key);
     const bool ec = type == EVP_PKEY_EC;
@@ -179,10 +180,16 @@ std::string KeyService::sign(Op op, const Certificate& certificate, std::string_
         refused = true;
         return {};
     }
-    std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(EVP_PKEY_CTX_new(key, nullptr), EVP_PKEY_CTX_free);
-    if (!ctx || EVP_PKEY_sign_init(ctx.get()) != 1) return {};
-    if (rsa && EVP_PKEY_CTX_set_rsa_padding(ctx.get(), op == Op::sign_rsa_pss ? RSA_NO_PADDING : RSA_PKCS1_PADDING) != 1)
-        return {};
+    auto& ctx = held.signing[static_cast<int>(op) - static_cast<int>(Op::sign_ecdsa)];
+    if (!ctx) {
+        ctx.reset(EVP_PKEY_CTX_new(key, nullptr));
+        if (!ctx || EVP_PKEY_sign_init(ctx.get()) != 1 ||
+            (rsa && EVP_PKEY_CTX_set_rsa_padding(ctx.get(), op == Op::sign_rsa_pss ? RSA_NO_PADDING : RSA_PKCS1_PADDING) != 1)) {
+            ctx.reset();
+            spdlog::warn("key process: cannot set up signing with {}: {}", certificate.file, take_openssl_errors());
+            return {};
+        }
+    }
     std::string signature(key_bytes, '\0');
     std::size_t size = signature.size();
     const auto* input = reinterpret_cast<const unsigned char*>(block.data());

@@ -36,11 +36,18 @@ public:
 private:
     void make_listing(std::int64_t now);
     std::uint64_t id_of(const std::shared_ptr<const Certificate>& certificate);
-    std::string sign(key_protocol::Op op, const Certificate& certificate, std::string_view block, bool& refused);
+    struct Held;
+    std::string sign(key_protocol::Op op, Held& held, std::string_view block, bool& refused);
 
+    struct ContextFree {
+        void operator()(EVP_PKEY_CTX* ctx) const noexcept { EVP_PKEY_CTX_free(ctx); }
+    };
     struct Held {
         std::shared_ptr<const Certificate> certificate;
         std::int64_t retired_at = 0;  ///< when it stopped serving; 0 while it serves
+        // Ready to sign, by op (ECDSA, PKCS#1, raw for PSS): set up once, not per handshake
+        // (OpenSSL 3 looks algorithms up in every EVP_PKEY_CTX it makes).
+        std::unique_ptr<EVP_PKEY_CTX, ContextFree> signing[3];
     };
     std::optional<CertificateFolder> folder_;
     std::shared_ptr<const Certificate> self_signed_;
