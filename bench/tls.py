@@ -76,9 +76,16 @@ class Server:
                 pass
         return found
 
-    def cpu_ns(self):
+    def cpu_ns(self, only=None):
+        """CPU time of the server's processes (`only`: those whose command line has that word)."""
         total = 0
         for pid in self.pids():
+            if only:
+                try:
+                    if only not in Path(f"/proc/{pid}/cmdline").read_text():
+                        continue
+                except (FileNotFoundError, ProcessLookupError):
+                    continue
             try:
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     total += int((task / "schedstat").read_text().split()[0])
@@ -172,14 +179,15 @@ hosts:
 def s_time(server, mode, seconds):
     """Sequential TLS 1.3 connections, one GET each: new handshakes, or resumed ones."""
     flag = "-new" if mode == "full" else "-reuse"
-    before = server.cpu_ns()
+    before, keys_before = server.cpu_ns(), server.cpu_ns("__keys")
     out = subprocess.run(["taskset", "-c", CLIENT_CPU, "openssl", "s_time", "-connect", f"127.0.0.1:{server.port}",
                           flag, "-time", str(seconds), "-www", "/csp/hello"],
                          capture_output=True, text=True, timeout=seconds + 30).stdout
-    cpu = server.cpu_ns() - before
+    cpu, keys_cpu = server.cpu_ns() - before, server.cpu_ns("__keys") - keys_before
     m = re.search(r"(\d+) connections in (\d+) real seconds", out)
     count = int(m.group(1)) if m else 0
-    return {"per_s": count / seconds, "cpu_us": cpu / 1000 / count if count else None, "count": count}
+    return {"per_s": count / seconds, "cpu_us": cpu / 1000 / count if count else None, "count": count,
+            "key_process_cpu_us": keys_cpu / 1000 / count if count else None}
 
 
 def wrk(server, mode, seconds):
@@ -253,6 +261,10 @@ def main():
                 ratios.append(f"{mode}: CPU {median('cspd', mode, 'cpu_us') / median(s.name, mode, 'cpu_us'):.2f}×, "
                               f"rate {median('cspd', mode, 'per_s') / median(s.name, mode, 'per_s'):.2f}×")
             lines.append(f"- cspd / {s.name}: " + "; ".join(ratios))
+    if "cspd" in raw:
+        lines.append(f"- cspd's key process: {median('cspd', 'full', 'key_process_cpu_us'):.2f} µs CPU per full handshake "
+                     f"(its share of cspd's CPU/full above), {median('cspd', 'resumed', 'key_process_cpu_us'):.2f} "
+                     "per resumed one")
     report = "\n".join(lines)
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)
