@@ -88,10 +88,13 @@ class Server:
                 pass
         return found
 
-    def cpu_ns(self):
+    def cpu_ns(self, only=None):
+        """CPU time of the server's processes (`only`: those whose command line has that word)."""
         total = 0
         for pid in self.pids():
             try:
+                if only and only not in Path(f"/proc/{pid}/cmdline").read_text():
+                    continue
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     total += int((task / "schedstat").read_text().split()[0])
             except (FileNotFoundError, ProcessLookupError):

@@ -20,17 +20,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
+import bench
 from harness import ROOT, wait_for_port
 
-SERVER_CPU, CLIENT_CPU = "0", "1"
-HELLO = "<h1>HELLO WORLD</h1>"
+SERVER_CPU, CLIENT_CPU = bench.SERVER_CPU, bench.CLIENT_CPU
+HELLO = bench.HELLO
 MODES = ["full", "resumed", "keepalive", "pipelined"]
 
 
@@ -47,12 +46,11 @@ def make_certificate(work):
     return key, crt, certs
 
 
-class Server:
+class Server(bench.Server):
+    """A peer over TLS: bench.py's Server (start pinned, CPU time, stop), checked over HTTPS."""
+
     def __init__(self, name, port, work):
-        self.name, self.port = name, port
-        self.work = work / name
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.proc = None
+        super().__init__(name, port, work, name)
 
     def start(self):
         log = open(self.work / "server.log", "wb")
@@ -63,44 +61,6 @@ class Server:
                              text=True).stdout
         if out != HELLO:
             raise RuntimeError(f"{self.name} answers /csp/hello over TLS with {out[:80]!r}; see {self.work}")
-
-    def pids(self):
-        found, queue = [], [self.proc.pid]
-        while queue:
-            pid = queue.pop()
-            found.append(pid)
-            try:
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    queue += [int(c) for c in (task / "children").read_text().split()]
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-        return found
-
-    def cpu_ns(self, only=None):
-        """CPU time of the server's processes (`only`: those whose command line has that word)."""
-        total = 0
-        for pid in self.pids():
-            if only:
-                try:
-                    if only not in Path(f"/proc/{pid}/cmdline").read_text():
-                        continue
-                except (FileNotFoundError, ProcessLookupError):
-                    continue
-            try:
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    total += int((task / "schedstat").read_text().split()[0])
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-        return total
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
 
 
 class Cspd(Server):

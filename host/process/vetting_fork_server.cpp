@@ -1,5 +1,6 @@
 #include "process/vetting_fork_server.hpp"
 
+#include "common/fd_passing.hpp"
 #include "common/unique_fd.hpp"
 #include "process/handler_vetting.hpp"
 #include "process/spawn_self.hpp"
@@ -27,52 +28,6 @@ namespace {
 constexpr int kSocketFd = 3;      // the fork server's end, in the fork server
 constexpr int kReportFd = 3;      // the report pipe, in a vetting process
 constexpr int kReplyWaitMs = 5000;  // for the pid of a fork (the first waits for the server to start)
-
-/// One message and, perhaps, one descriptor.
-bool send_message(int socket, const std::string& text, int fd = -1) {
-    iovec part{const_cast<char*>(text.data()), text.size()};
-    msghdr message{};
-    message.msg_iov = &part;
-    message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    if (fd >= 0) {
-        message.msg_control = control;
-        message.msg_controllen = sizeof control;
-        cmsghdr* header = CMSG_FIRSTHDR(&message);
-        header->cmsg_level = SOL_SOCKET;
-        header->cmsg_type = SCM_RIGHTS;
-        header->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    }
-    ssize_t sent;
-    do sent = ::sendmsg(socket, &message, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
-    return sent == static_cast<ssize_t>(text.size());
-}
-
-/// Receives one message (and the descriptor it carries, if any, into `fd`); its length, 0 at the
-/// end, -1 on error (EAGAIN when none waits on a non-blocking socket).
-ssize_t receive_message(int socket, char* buffer, std::size_t size, int* fd = nullptr) {
-    iovec part{buffer, size};
-    msghdr message{};
-    message.msg_iov = &part;
-    message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t got;
-    do got = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
-    while (got < 0 && errno == EINTR);
-    if (fd) *fd = -1;
-    for (cmsghdr* header = CMSG_FIRSTHDR(&message); got > 0 && header; header = CMSG_NXTHDR(&message, header))
-        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
-            int received;
-            std::memcpy(&received, CMSG_DATA(header), sizeof received);
-            if (fd) *fd = received;
-            else ::close(received);
-        }
-    return got;
-}
 
 /// The NUL-separated words of a request.
 std::vector<std::string> words(const char* data, std::size_t size) {

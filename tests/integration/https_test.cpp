@@ -7,6 +7,7 @@
 // costing a worker; --https-redirect answers 308; big files, ranges, streams and pipelined
 // requests come through the record layer whole.
 #include "http_client.hpp"
+#include "command.hpp"
 #include "test_server.hpp"
 
 #include "tls/self_signed.hpp"
@@ -36,18 +37,9 @@ using nlohmann::json;
 
 const std::string kClient = std::string(CSPD_TEST_SOURCE_DIR) + "/integration/tls/tls_client.py";
 
-std::string run(const std::string& command) {
-    std::string out;
-    if (FILE* pipe = ::popen((command + " 2>&1").c_str(), "r")) {
-        char chunk[4096];
-        for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) out.append(chunk, n);
-        ::pclose(pipe);
-    }
-    return out;
-}
 
 json python_client(unsigned short port, const std::string& args) {
-    const std::string out = run("python3 -W ignore " + kClient + " " + std::to_string(port) + " " + args);
+    const std::string out = run_command("python3 -W ignore " + kClient + " " + std::to_string(port) + " " + args);
     try {
         return json::parse(out);
     } catch (const std::exception&) {
@@ -81,7 +73,7 @@ std::string certificate_for(std::vector<std::string> names, std::string cn = "te
 std::string fingerprint_of(const std::string& pem, const TempDir& dir) {
     const auto file = dir / "fingerprint-input.pem";
     write_file(file, pem);
-    std::string out = run("openssl x509 -in " + file.string() + " -noout -fingerprint -sha256");
+    std::string out = run_command("openssl x509 -in " + file.string() + " -noout -fingerprint -sha256");
     const std::size_t eq = out.find('=');
     if (eq == std::string::npos) return out;
     out = out.substr(eq + 1);
@@ -149,18 +141,18 @@ TEST_F(Https, CurlOpensslPythonAndNodeGetHelloAndXpngOverTls13And12) {
     write_file(certs() / "default.pem", certificate_for({"DNS:localhost", "IP:127.0.0.1"}));
     start();
     const std::string url = "https://127.0.0.1:" + std::to_string(tls_port_);
-    const std::string png_sha = run("curl -s " + url + "/csp/xpng -k | sha256sum | cut -c1-64");
+    const std::string png_sha = run_command("curl -s " + url + "/csp/xpng -k | sha256sum | cut -c1-64");
     ASSERT_EQ(png_sha.size(), 65u) << png_sha;
     for (const std::string version : {"1.3", "1.2"}) {
         SCOPED_TRACE("TLS " + version);
         const std::string pin = " --tlsv" + version + " --tls-max " + version;
-        EXPECT_EQ(run("curl -sk" + pin + " " + url + "/csp/hello"), "<h1>HELLO WORLD</h1>");
-        EXPECT_EQ(run("curl -sk" + pin + " -o /dev/null -w '%{http_code} %{size_download} %{content_type}' " + url +
+        EXPECT_EQ(run_command("curl -sk" + pin + " " + url + "/csp/hello"), "<h1>HELLO WORLD</h1>");
+        EXPECT_EQ(run_command("curl -sk" + pin + " -o /dev/null -w '%{http_code} %{size_download} %{content_type}' " + url +
                       "/csp/xpng"),
                   "200 70 image/png");
 
         const std::string flag = version == "1.3" ? "-tls1_3" : "-tls1_2";
-        const std::string s_client = run("printf 'GET /csp/hello HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' | "
+        const std::string s_client = run_command("printf 'GET /csp/hello HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' | "
                                          "openssl s_client -quiet -connect 127.0.0.1:" + std::to_string(tls_port_) +
                                          " " + flag + " -servername localhost");
         EXPECT_NE(s_client.find("HTTP/1.1 200 OK"), std::string::npos) << s_client;
@@ -175,7 +167,7 @@ TEST_F(Https, CurlOpensslPythonAndNodeGetHelloAndXpngOverTls13And12) {
         EXPECT_EQ(python["responses"][1]["length"], 70);
         EXPECT_EQ(python["responses"][1]["sha256"].get<std::string>() + "\n", png_sha);
 
-        const std::string node = run(
+        const std::string node = run_command(
             "node -e \"const https=require('https');https.get({host:'127.0.0.1',port:" + std::to_string(tls_port_) +
             ",path:'/csp/xpng',rejectUnauthorized:false,minVersion:'TLSv" + version + "',maxVersion:'TLSv" + version +
             "'},r=>{const v=r.socket.getProtocol();let n=0;r.on('data',c=>n+=c.length);"
@@ -193,7 +185,7 @@ TEST_F(Https, Tls11And10AreRefused) {
         const std::string error = seen.value("error", "");
         EXPECT_TRUE(error.find("VERSION") != std::string::npos || error.find("version") != std::string::npos) << error;
     }
-    const std::string s_client = run("echo | openssl s_client -connect 127.0.0.1:" + std::to_string(tls_port_) +
+    const std::string s_client = run_command("echo | openssl s_client -connect 127.0.0.1:" + std::to_string(tls_port_) +
                                      " -tls1_1 -cipher DEFAULT@SECLEVEL=0");
     EXPECT_NE(s_client.find("alert protocol version"), std::string::npos) << s_client;
     EXPECT_EQ(python_client(tls_port_, "--tls 1.2").value("ok", false), true);  // the worker lives on
@@ -245,7 +237,7 @@ TEST_F(Https, RotatedByRenameServesTheNextHandshakeWhileAnOpenConnectionKeepsWor
     // A keep-alive connection opened on the old certificate, asking again after the rotation.
     std::string held;
     std::thread holder([&] {
-        held = run("python3 " + kClient + " " + std::to_string(tls_port_) +
+        held = run_command("python3 " + kClient + " " + std::to_string(tls_port_) +
                    " --sni site.test --path /csp/hello --path /csp/xpng --hold " + go_on.string());
     });
     const bool answered_once = eventually([&] { return std::filesystem::exists(go_on.string() + ".ready"); }, 10s);
@@ -308,7 +300,7 @@ TEST_F(Https, PlainHttpToTheHttpsPortGetsAClearTextBadRequest) {
     EXPECT_EQ(response->status, 400);
     EXPECT_NE(response->body.find("HTTPS"), std::string::npos);
     EXPECT_TRUE(client.closed_by_peer());
-    EXPECT_EQ(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
+    EXPECT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
 }
 
 TEST_F(Https, StalledHandshakesAndGarbageRecordsCloseWithoutCostingAWorker) {
@@ -352,7 +344,7 @@ TEST_F(Https, RedirectAnswers308ToTheSameUrlOverHttpsExceptTheProbes) {
     ASSERT_TRUE(probe);
     EXPECT_EQ(probe->status, 200);
     // curl follows it, to the same answer over TLS.
-    EXPECT_EQ(run("curl -skL http://localhost:" + std::to_string(server_->port()) + "/csp/hello"), "<h1>HELLO WORLD</h1>");
+    EXPECT_EQ(run_command("curl -skL http://localhost:" + std::to_string(server_->port()) + "/csp/hello"), "<h1>HELLO WORLD</h1>");
 }
 
 TEST_F(Https, BigFilesRangesStreamsAndPipelinedRequestsComeThroughWhole) {
@@ -363,11 +355,11 @@ TEST_F(Https, BigFilesRangesStreamsAndPipelinedRequestsComeThroughWhole) {
     for (char& c : big) c = static_cast<char>(random());
     write_file(server_->www() / "big.bin", big);
     const std::string url = "https://127.0.0.1:" + std::to_string(tls_port_);
-    const std::string expected = run("sha256sum " + (server_->www() / "big.bin").string() + " | cut -c1-64");
+    const std::string expected = run_command("sha256sum " + (server_->www() / "big.bin").string() + " | cut -c1-64");
     // Slowly read (the socket fills, the record layer waits for room), and fast.
-    EXPECT_EQ(run("curl -sk --limit-rate 2M " + url + "/big.bin | sha256sum | cut -c1-64"), expected);
-    EXPECT_EQ(run("curl -sk " + url + "/big.bin | sha256sum | cut -c1-64"), expected);
-    EXPECT_EQ(run("curl -sk -r 1000-1999 " + url + "/big.bin | wc -c"), "1000\n");
+    EXPECT_EQ(run_command("curl -sk --limit-rate 2M " + url + "/big.bin | sha256sum | cut -c1-64"), expected);
+    EXPECT_EQ(run_command("curl -sk " + url + "/big.bin | sha256sum | cut -c1-64"), expected);
+    EXPECT_EQ(run_command("curl -sk -r 1000-1999 " + url + "/big.bin | wc -c"), "1000\n");
     const json ranged = python_client(tls_port_, "--path /big.bin --header 'Range: bytes=-5000'");
     ASSERT_TRUE(ranged.value("ok", false));
     EXPECT_EQ(ranged["responses"][0]["status"], 206);
@@ -377,7 +369,7 @@ TEST_F(Https, BigFilesRangesStreamsAndPipelinedRequestsComeThroughWhole) {
     std::string pipelined;
     for (int i = 0; i < 20; ++i) pipelined += "GET /csp/hello HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n";
     pipelined += "GET /csp/xpng HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n";
-    const std::string answers = run("printf '" + pipelined + "' | openssl s_client -quiet -connect 127.0.0.1:" +
+    const std::string answers = run_command("printf '" + pipelined + "' | openssl s_client -quiet -connect 127.0.0.1:" +
                                     std::to_string(tls_port_) + " 2>/dev/null | grep -c 'HTTP/1.1 200 OK'");
     EXPECT_EQ(answers, "21\n");
 }
@@ -388,16 +380,16 @@ TEST_F(Https, DeferredStreamedAndUploadedAnswersWorkUnchanged) {
     for (const std::string name : {"stream.so", "later.so", "echo.so"})
         std::filesystem::copy_file(std::filesystem::path(CSPD_TEST_HANDLERS_DIR) / name, server_->handlers() / name);
     const std::string url = "https://127.0.0.1:" + std::to_string(tls_port_) + "/csp/";
-    ASSERT_TRUE(eventually([&] { return run("curl -sk -o /dev/null -w '%{http_code}' " + url + "echo") == "200"; }, 5s));
-    EXPECT_EQ(run("curl -sk -o /dev/null -w '%{http_code}' " + url + "later/timer"), "200");
-    EXPECT_EQ(run("curl -sk -o /dev/null -w '%{http_code}' " + url + "later/thread"), "200");
-    EXPECT_EQ(run("curl -sk " + url + "stream/big?mb=4 | wc -c"), std::to_string(4 * 1024 * 1024) + "\n");
-    const std::string events = run("curl -s http://127.0.0.1:" + std::to_string(server_->port()) + "/csp/stream/sse");
+    ASSERT_TRUE(eventually([&] { return run_command("curl -sk -o /dev/null -w '%{http_code}' " + url + "echo") == "200"; }, 5s));
+    EXPECT_EQ(run_command("curl -sk -o /dev/null -w '%{http_code}' " + url + "later/timer"), "200");
+    EXPECT_EQ(run_command("curl -sk -o /dev/null -w '%{http_code}' " + url + "later/thread"), "200");
+    EXPECT_EQ(run_command("curl -sk " + url + "stream/big?mb=4 | wc -c"), std::to_string(4 * 1024 * 1024) + "\n");
+    const std::string events = run_command("curl -s http://127.0.0.1:" + std::to_string(server_->port()) + "/csp/stream/sse");
     EXPECT_NE(events.find("data: line two"), std::string::npos) << events;
-    EXPECT_EQ(run("curl -sk " + url + "stream/sse"), events);
+    EXPECT_EQ(run_command("curl -sk " + url + "stream/sse"), events);
     const auto upload = dir_ / "upload.bin";
     write_file(upload, std::string(900 * 1024, 'u'));
-    const std::string echoed = run("curl -sk --data-binary @" + upload.string() + " " + url + "echo");
+    const std::string echoed = run_command("curl -sk --data-binary @" + upload.string() + " " + url + "echo");
     EXPECT_NE(echoed.find("body-size=" + std::to_string(900 * 1024)), std::string::npos) << echoed.substr(0, 400);
 }
 
@@ -410,12 +402,12 @@ TEST_F(Https, SessionsResumeOnEitherWorkerWithTls13And12) {
         SCOPED_TRACE(version);
         std::filesystem::remove(session);
         // The client stays for the answer: TLS 1.3 tickets come after the handshake.
-        const std::string first = run(request + "openssl s_client -ign_eof -connect 127.0.0.1:" + std::to_string(tls_port_) +
+        const std::string first = run_command(request + "openssl s_client -ign_eof -connect 127.0.0.1:" + std::to_string(tls_port_) +
                                       " " + version + " -sess_out " + session.string());
         ASSERT_NE(first.find("\nNew, "), std::string::npos) << first;
         int reused = 0;
         for (int i = 0; i < 12; ++i) {
-            const std::string again = run(request + "openssl s_client -ign_eof -connect 127.0.0.1:" +
+            const std::string again = run_command(request + "openssl s_client -ign_eof -connect 127.0.0.1:" +
                                           std::to_string(tls_port_) + " " + version + " -sess_in " + session.string());
             reused += again.find("\nReused, ") != std::string::npos;
         }
@@ -438,7 +430,7 @@ TEST_F(Https, StatusAndMetricsShowCertificatesHandshakesAndFailures) {
     ASSERT_TRUE(python_client(tls_port_, "--tls 1.3").value("ok", false));
     ASSERT_TRUE(python_client(tls_port_, "--tls 1.2").value("ok", false));
     EXPECT_FALSE(python_client(tls_port_, "--tls 1.1").value("ok", true));
-    EXPECT_EQ(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
+    EXPECT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
     const int stalled = connect_to(tls_port_);
     EXPECT_TRUE(read_until_close(stalled, 5s).second);
     ::close(stalled);
@@ -473,7 +465,7 @@ TEST_F(Https, StatusAndMetricsShowCertificatesHandshakesAndFailures) {
     // Prometheus's own parser reads it.
     const auto metrics_file = dir_ / "metrics.txt";
     write_file(metrics_file, metrics);
-    EXPECT_EQ(run("promtool check metrics < " + metrics_file.string() + " > /dev/null && echo ok"), "ok\n");
+    EXPECT_EQ(run_command("promtool check metrics < " + metrics_file.string() + " > /dev/null && echo ok"), "ok\n");
 }
 
 }  // namespace

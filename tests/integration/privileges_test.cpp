@@ -3,6 +3,7 @@
 // the certificates folder for the private key and finds nothing, while its positive control (a
 // marker it was sent) is found; the key process, killed, comes back and handshakes resume.
 #include "http_client.hpp"
+#include "command.hpp"
 #include "test_server.hpp"
 
 #include "tls/self_signed.hpp"
@@ -26,15 +27,6 @@ namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
 
-std::string run(const std::string& command) {
-    std::string out;
-    if (FILE* pipe = ::popen((command + " 2>&1").c_str(), "r")) {
-        char chunk[4096];
-        for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) out.append(chunk, n);
-        ::pclose(pipe);
-    }
-    return out;
-}
 
 std::string hex(std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
@@ -181,7 +173,7 @@ TEST_F(Privileges, AHostileHandlerFindsNoPrivateKeyInItsWorkerAndCannotOpenTheKe
     const unsigned short tls_port = server_->tls_port();
     // The worker has made handshakes (and so signatures) before it is searched.
     for (int i = 0; i < 3; ++i)
-        ASSERT_EQ(run("curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:" + std::to_string(tls_port) +
+        ASSERT_EQ(run_command("curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:" + std::to_string(tls_port) +
                       "/csp/keyhunter"),
                   "200");
     const pid_t keys = key_process_of(server_->pid());
@@ -226,16 +218,16 @@ TEST_F(Privileges, AKilledKeyProcessIsStartedAgainAndHandshakesFailFastMeanwhile
     start({"--user", "nobody", "--workers", "1", "--tls-port", "0", "--certs", certs.string()});
     server_->start();
     const std::string url = "https://127.0.0.1:" + std::to_string(server_->tls_port()) + "/";
-    ASSERT_EQ(run("curl -sk -o /dev/null -w '%{http_code}' " + url), "404");  // a handshake, then an answer
+    ASSERT_EQ(run_command("curl -sk -o /dev/null -w '%{http_code}' " + url), "404");  // a handshake, then an answer
     const pid_t keys = key_process_of(server_->pid());
     ASSERT_GT(keys, 0);
     ASSERT_EQ(::kill(keys, SIGKILL), 0);
     // While it is down, a full handshake fails rather than hangs.
     const auto began = std::chrono::steady_clock::now();
-    run("curl -sk --max-time 5 -o /dev/null " + url);
+    run_command("curl -sk --max-time 5 -o /dev/null " + url);
     EXPECT_LT(std::chrono::steady_clock::now() - began, 2s);
     ASSERT_TRUE(server_->wait_for_log("key process killed by signal 9; starting it again")) << server_->log();
-    EXPECT_TRUE(eventually([&] { return run("curl -sk -o /dev/null -w '%{http_code}' " + url) == "404"; }, 5s))
+    EXPECT_TRUE(eventually([&] { return run_command("curl -sk -o /dev/null -w '%{http_code}' " + url) == "404"; }, 5s))
         << server_->log();
     const pid_t again = key_process_of(server_->pid());
     EXPECT_GT(again, 0);

@@ -1,11 +1,11 @@
 // testssl.sh (Debian's package) against the HTTPS port: nothing rated HIGH or CRITICAL, and only
 // TLS 1.2 and 1.3 offered. It takes testssl.sh about two minutes: its own binary, label "tls".
+#include "command.hpp"
 #include "test_server.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -13,15 +13,6 @@
 namespace cspd::test {
 namespace {
 
-std::string run(const std::string& command) {
-    std::string out;
-    if (FILE* pipe = ::popen((command + " 2>&1").c_str(), "r")) {
-        char chunk[4096];
-        for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) out.append(chunk, n);
-        ::pclose(pipe);
-    }
-    return out;
-}
 
 TEST(Testssl, FindsNothingHighOrCriticalAndOnlyTls12And13) {
     TempDir dir;
@@ -32,7 +23,7 @@ TEST(Testssl, FindsNothingHighOrCriticalAndOnlyTls12And13) {
     const auto ca = dir / "ca";
     std::filesystem::create_directories(ca);
     const std::string in = "cd " + ca.string() + " && ";
-    ASSERT_EQ(run(in + "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem "
+    ASSERT_EQ(run_command(in + "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem "
                        "-days 3650 -subj '/CN=cspd test CA' > /dev/null 2>&1 && "
                        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr "
                        "-subj /CN=localhost > /dev/null 2>&1 && "
@@ -46,12 +37,12 @@ TEST(Testssl, FindsNothingHighOrCriticalAndOnlyTls12And13) {
     const unsigned short tls_port = server.tls_port();
     ASSERT_NE(tls_port, 0);
     const auto report = dir / "testssl.json";
-    run("testssl --quiet --color 0 --warnings batch --fast --add-ca " + (ca / "ca.pem").string() + " --jsonfile " +
+    run_command("testssl --quiet --color 0 --warnings batch --fast --add-ca " + (ca / "ca.pem").string() + " --jsonfile " +
         report.string() + " --ip 127.0.0.1 localhost:" + std::to_string(tls_port) + " > " +
         (dir / "testssl.out").string());
     std::ifstream in_report(report);
     const nlohmann::json findings = nlohmann::json::parse(in_report, nullptr, false);
-    ASSERT_TRUE(findings.is_array() && !findings.empty()) << run("tail -20 " + (dir / "testssl.out").string());
+    ASSERT_TRUE(findings.is_array() && !findings.empty()) << run_command("tail -20 " + (dir / "testssl.out").string());
     std::map<std::string, std::string> by_id;
     for (const auto& finding : findings) {
         const std::string severity = finding.value("severity", "");
