@@ -48,6 +48,9 @@ SslCtxPtr make_context(const Certificate& certificate) {
                                        SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
     SSL_CTX_set_mode(ctx.get(),
                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    // Whole reads, not a record's header and then its body: one recv per read where there were two.
+    // Bytes read ahead show in SSL_has_pending (TlsStream wakes its reader for them).
+    SSL_CTX_set_read_ahead(ctx.get(), 1);
     SSL_CTX_set_max_early_data(ctx.get(), 0);  // no 0-RTT: replayable requests
     SSL_CTX_set_recv_max_early_data(ctx.get(), 0);
     // Resumption by tickets only (no per-process session cache a client's next worker lacks).

@@ -34,9 +34,14 @@ public:
     /// The last read stopped because the handshake's reply did not fit the socket: wait for room
     /// to write, then read again.
     bool read_needs_room() const { return read_needs_room_; }
-    /// Plaintext already decrypted and not read yet: no readiness will announce it.
+    /// Bytes OpenSSL holds and has not handed out (decrypted, or read ahead and not yet
+    /// decrypted): no readiness will announce them.
     bool has_buffered() const { return SSL_has_pending(ssl_.get()) == 1; }
-    std::size_t buffered() const { return static_cast<std::size_t>(SSL_pending(ssl_.get())); }
+    /// How many, at least (a record read ahead counts as one byte until it is decrypted).
+    std::size_t buffered() const {
+        const auto decrypted = static_cast<std::size_t>(SSL_pending(ssl_.get()));
+        return decrypted ? decrypted : has_buffered() ? 1 : 0;
+    }
     bool handshake_done() const { return SSL_is_init_finished(ssl_.get()) == 1; }
 
     /// The handshake was given up (it stalled): counted as such.
