@@ -29,6 +29,8 @@ import threading
 import time
 from pathlib import Path
 
+from harness import work_folder
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PIXEL_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVQImWP4////fwAJ+wP9CNHoHgAAAABJRU5ErkJggg=="
@@ -589,7 +591,7 @@ def main():
     # Inherited by servers and clients; a container may cap the hard limit (20,000 seen here).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    work = Path(tempfile.mkdtemp(prefix="cspd-bench-"))
+    work = work_folder("cspd-bench-")
     handlers = work / "handlers"
     handlers.mkdir()
     for name in ("hello.so", "xpng.so"):

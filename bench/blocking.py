@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT, build_handler, wait_for_port
+from harness import ROOT, build_handler, wait_for_port, work_folder
 
 PORT = 18890
 
@@ -38,7 +38,7 @@ def main():
     parser.add_argument("--blocking-threads", type=int, default=64)
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-blocking-"))
+    work = work_folder("cspd-blocking-")
     handlers = work / "handlers"
     handlers.mkdir()
     shutil.copy(args.handlers / "hello.so", handlers / "hello.so")

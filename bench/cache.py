@@ -18,7 +18,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from harness import ROOT, build_handler, wait_for_port, wrk
+from harness import ROOT, build_handler, wait_for_port, wrk, work_folder
 
 PORT = 18894
 
@@ -30,7 +30,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-cache-bench-"))
+    work = work_folder("cspd-cache-bench-")
     handlers = work / "handlers"
     handlers.mkdir()
     build_handler(ROOT / "bench/handlers/page.c", handlers / "page.so")

@@ -1,12 +1,22 @@
 """What the single-purpose benchmarks in bench/ share: building a handler from source,
 waiting for a server to listen, and reading wrk's figures."""
+import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def work_folder(prefix):
+    """A fresh temporary folder for a run, open to other accounts: started as root, cspd runs its
+    workers as nobody, who must reach the handlers and www folders made inside it."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o755)
+    return path
 
 
 def build_handler(source, output, flags=()):

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT, build_handler, wait_for_port
+from harness import ROOT, build_handler, wait_for_port, work_folder
 
 PORT = 18891
 
@@ -59,7 +59,7 @@ def main():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-pending-"))
+    work = work_folder("cspd-pending-")
     handlers = work / "handlers"
     handlers.mkdir()
     build_handler(ROOT / "tests/handlers/later.c", handlers / "later.so")

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness import ROOT, wait_for_port
+from harness import ROOT, wait_for_port, work_folder
 
 PORT = 18891
 
@@ -64,7 +64,7 @@ class Swapper:
 
 
 def measure(cspd, handlers, workers, runs, seconds, rate, extra=()):
-    work = Path(tempfile.mkdtemp(prefix="cspd-reload-"))
+    work = work_folder("cspd-reload-")
     (work / "handlers").mkdir()
     shutil.copy(handlers / "hello.so", work / "handlers" / "hello.so")
     server = subprocess.Popen(["taskset", "-c", "0", str(cspd.resolve()), "--port", str(PORT), "--bind", "127.0.0.1",

@@ -18,7 +18,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from harness import ROOT, wait_for_port, wrk
+from harness import ROOT, wait_for_port, wrk, work_folder
 
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVQImWP4////fwAJ+wP9CNHoHgAAAABJRU5ErkJggg==")
 CSPD_PORT, NGINX_PORT = 18896, 18897
@@ -56,7 +56,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-static-bench-"))
+    work = work_folder("cspd-static-bench-")
     www, handlers = work / "www", work / "handlers"
     www.mkdir()
     handlers.mkdir()

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness import ROOT, build_handler, wait_for_port
+from harness import ROOT, build_handler, wait_for_port, work_folder
 
 PORT = 18893
 
@@ -61,7 +61,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-stream-"))
+    work = work_folder("cspd-stream-")
     handlers, www = work / "handlers", work / "www"
     handlers.mkdir()
     www.mkdir()

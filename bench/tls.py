@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import bench
-from harness import ROOT, wait_for_port
+from harness import ROOT, wait_for_port, work_folder
 
 SERVER_CPU, CLIENT_CPU = bench.SERVER_CPU, bench.CLIENT_CPU
 HELLO = bench.HELLO
@@ -178,8 +178,7 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-tls-bench-"))
-    os.chmod(work, 0o755)  # cspd's workers (nobody, when run as root) reach its handlers through it
+    work = work_folder("cspd-tls-bench-")
     key, crt, certs = make_certificate(work)
     wanted = args.only.split(",")
     servers = [s for s in [Cspd(18940, work, args.cspd.resolve(), args.handlers.resolve(), certs),

@@ -19,7 +19,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from harness import ROOT, build_handler, wait_for_port, wrk
+from harness import ROOT, build_handler, wait_for_port, wrk, work_folder
 
 PORT = 18892
 PG_PORT = 18893  # names the socket in our own folder only: nothing listens on it
@@ -87,7 +87,7 @@ def main():
     args = parser.parse_args()
     names = ["users", "users_async"]
 
-    work = Path(tempfile.mkdtemp(prefix="cspd-users-bench-"))
+    work = work_folder("cspd-users-bench-")
     handlers = work / "handlers"
     handlers.mkdir()
     for name in names:
