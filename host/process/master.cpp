@@ -368,19 +368,6 @@ private:
 
 }  // namespace
 
-namespace {
-void say_who_runs_handlers(const Config& config, const WorkerAccount& account) {
-    if (account.change && config.user.empty())
-        spdlog::warn("started as root without --user: workers and handler vetting run as nobody (uid {})", account.uid);
-    else if (account.change)
-        spdlog::info("workers and handler vetting run as {} (uid {})", account.name, account.uid);
-    else if (::geteuid() == 0)
-        spdlog::warn("--user root: handler code runs as root");
-    else if (!config.user.empty())
-        spdlog::warn("--user {} is ignored: cspd was not started as root", config.user);
-}
-}  // namespace
-
 Master::Master(Config config, std::vector<std::string> argv) : config_(std::move(config)), argv_(std::move(argv)) {}
 
 int Master::run() {
@@ -389,11 +376,7 @@ int Master::run() {
     if (!config_.access_log.empty()) AccessLog::check(config_.access_log);  // here, not in a crash loop of workers
     const WorkerAccount account = worker_account(config_, ::geteuid());
     say_who_runs_handlers(config_, account);
-    // Said once here, rather than by workers that die at start, over and over.
-    for (const auto& folder : {config_.handlers_dir, config_.www_dir})
-        if (const std::string problem = folder_access_problem(folder, account); !problem.empty())
-            throw std::runtime_error("workers run as " + account.name + ", but " + problem +
-                                     ": give them access, or name another account with --user");
+    check_workers_can_read(config_, account);  // here, rather than in workers that die at start over and over
     if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
         throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo

@@ -88,6 +88,24 @@ std::string folder_access_problem(const std::filesystem::path& path, const Worke
     return {};
 }
 
+void say_who_runs_handlers(const Config& config, const WorkerAccount& account) {
+    if (account.change && config.user.empty())
+        spdlog::warn("started as root without --user: workers and handler vetting run as nobody (uid {})", account.uid);
+    else if (account.change)
+        spdlog::info("workers and handler vetting run as {} (uid {})", account.name, account.uid);
+    else if (::geteuid() == 0)
+        spdlog::warn("--user root: handler code runs as root");
+    else if (!config.user.empty())
+        spdlog::warn("--user {} is ignored: cspd was not started as root", config.user);
+}
+
+void check_workers_can_read(const Config& config, const WorkerAccount& account) {
+    for (const auto& folder : {config.handlers_dir, config.www_dir})
+        if (const std::string problem = folder_access_problem(folder, account); !problem.empty())
+            throw std::runtime_error("workers run as " + account.name + ", but " + problem +
+                                     ": give them access, or name another account with --user");
+}
+
 void hand_over(const std::filesystem::path& path, const WorkerAccount& account) {
     if (!account.change || path.empty() || path == "-") return;
     if (::lchown(path.c_str(), account.uid, account.gid) != 0 && errno != ENOENT)

@@ -33,6 +33,12 @@ void become(const WorkerAccount& account);
 /// groups, as the kernel would (ACLs aside).
 std::string folder_access_problem(const std::filesystem::path& path, const WorkerAccount& account);
 
+/// The start-up line that says who runs handler code (or that --user is ignored).
+void say_who_runs_handlers(const Config& config, const WorkerAccount& account);
+
+/// Throws std::runtime_error, naming the folder, if `account` cannot read the handlers or www folder.
+void check_workers_can_read(const Config& config, const WorkerAccount& account);
+
 /// Gives `path` (if it exists, and it is not a symbolic link) to `account`, so that its workers
 /// can write in it or reopen it. Logs why not on failure.
 void hand_over(const std::filesystem::path& path, const WorkerAccount& account);

@@ -175,12 +175,12 @@ private:
     /// user too and cannot read root's keys: a master keeps root for that.
     void give_up_root() {
         const WorkerAccount account = worker_account(config_, ::geteuid());
+        say_who_runs_handlers(config_, account);
         if (!account.change) return;
+        check_workers_can_read(config_, account);
         hand_over(config_.log_file, account);
         hand_over(config_.access_log, account);
         become(account);
-        spdlog::warn("{}: handler code runs as {} (uid {})",
-                     config_.user.empty() ? "started as root without --user" : "--user", account.name, account.uid);
     }
 
     /// Alone, this process rotates its session ticket keys (a master does for its workers).

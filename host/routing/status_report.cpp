@@ -312,6 +312,82 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store, c
     return out;
 }
 
+namespace {
+
+nlohmann::ordered_json kv_store_status(const SharedStore& store) {
+    nlohmann::ordered_json kv{{"entries", store.size()},
+                              {"entries_max", store.limits().entries},
+                              {"quota_entries", store.limits().quota()}};
+    auto& by_handler = kv["by_handler"] = nlohmann::ordered_json::object();
+    for (const auto& owner : store.owners())
+        by_handler[owner.name] = {{"entries", owner.entries}, {"quota_refusals", owner.refused}};
+    return kv;
+}
+
+nlohmann::ordered_json handler_status(const std::string& name, const HandlerSummary& h, bool for_public) {
+    nlohmann::ordered_json item;
+    item["name"] = name;
+    item["state"] = state_of(h);
+    if (h.live) {
+        item["version"] = {{"size", h.newest.size},
+                           {"mtime_ns", h.newest.mtime_ns},
+                           {"fnv1a64", hex(h.newest.content_hash)},
+                           {"loaded_unix_ms", h.newest.loaded_unix_ms}};
+    }
+    if (h.vetting_since_unix_ms) item["vetting_since_unix_ms"] = h.vetting_since_unix_ms;
+    if (const auto& from = h.rolled_back_from) {
+        const auto phase = static_cast<HandlerPhase>(from->phase);
+        item["rolled_back"] = {
+            {"from", {{"size", from->size}, {"fnv1a64", hex(from->content_hash)}}},
+            {"to", {{"size", h.newest.size}, {"fnv1a64", hex(h.newest.content_hash)}}},
+            {"why", phase == HandlerPhase::load || phase == HandlerPhase::init
+                        ? std::string("it brought a worker down ") + phase_text(phase)
+                        : "it crashed " + std::to_string(from->crashes) + " times within the quarantine window"},
+            {"since_unix_ms", from->since_unix_ms}};
+    }
+    if (!h.refusal.empty()) item["last_refusal"] = for_public ? without_paths(h.refusal) : h.refusal;
+    std::uint64_t requests = 0;
+    for (auto count : h.requests) requests += count;
+    item["requests"] = requests;
+    item["errors"] = h.errors;
+    item["server_errors"] = h.requests[4];
+    item["crashes"] = h.crashes;
+    item["rollbacks"] = h.rollbacks;
+    item["loads"] = h.loads;
+    item["refusals"] = h.refusals;
+    item["slow_calls"] = h.slow_calls;
+    return item;
+}
+
+/// Every event loop's slot that a process writes (a replaced worker's, or one never used, is left out).
+nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls) {
+    auto workers = nlohmann::ordered_json::array();
+    const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
+    for (unsigned s = 0; s < slots; ++s) {
+        const LoopSlot& slot = stats.slots[s];
+        std::uint64_t requests = 0;
+        for (const auto& count : slot.requests) requests += read(count);
+        const std::int32_t pid = slot.pid.load(std::memory_order_relaxed);
+        if (!pid && slot.started_unix_ms.load(std::memory_order_relaxed) == 0) continue;
+        workers.push_back({{"slot", s},
+                           {"pid", pid},
+                           {"state", pid ? "running" : "restarting"},
+                           {"started_unix_ms", slot.started_unix_ms.load(std::memory_order_relaxed)},
+                           {"restarts", slot.restarts.load(std::memory_order_relaxed)},
+                           {"open_connections", pid ? read(slot.open_connections) : 0},
+                           {"requests", requests}});
+        if (with_tls) {
+            std::uint64_t handshakes = 0;
+            for (const auto& count : slot.tls_handshakes) handshakes += read(count);
+            workers.back()["tls_handshakes"] = handshakes;
+            workers.back()["tls_resumed"] = read(slot.tls_resumed);
+        }
+    }
+    return workers;
+}
+
+}  // namespace
+
 std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store,
                           const TlsStatusBoard* tls) {
     const Summary sum = summarize(stats);
@@ -327,74 +403,10 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
     doc["worker_restarts"] = read(stats.worker_restarts);
     if (tls) doc["tls"] = tls_status(sum, *tls);
-    if (store) {
-        auto& kv = doc["kv_store"] = {{"entries", store->size()},
-                                      {"entries_max", store->limits().entries},
-                                      {"quota_entries", store->limits().quota()}};
-        auto& by_handler = kv["by_handler"] = nlohmann::ordered_json::object();
-        for (const auto& owner : store->owners())
-            by_handler[owner.name] = {{"entries", owner.entries}, {"quota_refusals", owner.refused}};
-    }
-
+    if (store) doc["kv_store"] = kv_store_status(*store);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
-    for (const auto& [name, h] : sum.handlers) {
-        nlohmann::ordered_json item;
-        item["name"] = name;
-        item["state"] = state_of(h);
-        if (h.live) {
-            item["version"] = {{"size", h.newest.size},
-                               {"mtime_ns", h.newest.mtime_ns},
-                               {"fnv1a64", hex(h.newest.content_hash)},
-                               {"loaded_unix_ms", h.newest.loaded_unix_ms}};
-        }
-        if (h.vetting_since_unix_ms) item["vetting_since_unix_ms"] = h.vetting_since_unix_ms;
-        if (const auto& from = h.rolled_back_from) {
-            const auto phase = static_cast<HandlerPhase>(from->phase);
-            item["rolled_back"] = {
-                {"from", {{"size", from->size}, {"fnv1a64", hex(from->content_hash)}}},
-                {"to", {{"size", h.newest.size}, {"fnv1a64", hex(h.newest.content_hash)}}},
-                {"why", phase == HandlerPhase::load || phase == HandlerPhase::init
-                            ? std::string("it brought a worker down ") + phase_text(phase)
-                            : "it crashed " + std::to_string(from->crashes) + " times within the quarantine window"},
-                {"since_unix_ms", from->since_unix_ms}};
-        }
-        if (!h.refusal.empty()) item["last_refusal"] = for_public ? without_paths(h.refusal) : h.refusal;
-        std::uint64_t requests = 0;
-        for (auto count : h.requests) requests += count;
-        item["requests"] = requests;
-        item["errors"] = h.errors;
-        item["server_errors"] = h.requests[4];
-        item["crashes"] = h.crashes;
-        item["rollbacks"] = h.rollbacks;
-        item["loads"] = h.loads;
-        item["refusals"] = h.refusals;
-        item["slow_calls"] = h.slow_calls;
-        handlers.push_back(std::move(item));
-    }
-
-    auto& workers = doc["workers"] = nlohmann::ordered_json::array();
-    const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
-    for (unsigned s = 0; s < slots; ++s) {
-        const LoopSlot& slot = stats.slots[s];
-        std::uint64_t requests = 0;
-        for (const auto& count : slot.requests) requests += read(count);
-        const std::int32_t pid = slot.pid.load(std::memory_order_relaxed);
-        // A bank of slots no process writes (a replaced worker's, or one never used) is left out.
-        if (!pid && slot.started_unix_ms.load(std::memory_order_relaxed) == 0) continue;
-        workers.push_back({{"slot", s},
-                           {"pid", pid},
-                           {"state", pid ? "running" : "restarting"},
-                           {"started_unix_ms", slot.started_unix_ms.load(std::memory_order_relaxed)},
-                           {"restarts", slot.restarts.load(std::memory_order_relaxed)},
-                           {"open_connections", pid ? read(slot.open_connections) : 0},
-                           {"requests", requests}});
-        if (tls) {
-            std::uint64_t handshakes = 0;
-            for (const auto& count : slot.tls_handshakes) handshakes += read(count);
-            workers.back()["tls_handshakes"] = handshakes;
-            workers.back()["tls_resumed"] = read(slot.tls_resumed);
-        }
-    }
+    for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
+    doc["workers"] = workers_status(stats, tls != nullptr);
     // Refusal reasons hold paths, which may be any bytes: replace what is not UTF-8 rather than throw.
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
