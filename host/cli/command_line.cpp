@@ -118,6 +118,14 @@ void add_tls_options(CLI::App& app, Config& config, Readings& read) {
                  "(for trying HTTPS out)")
         ->needs(tls_port)
         ->group(group);
+    app.add_flag("--no-http2", [&config](std::int64_t) { config.http2 = false; },
+                 "serve HTTP/1.1 only: no h2 by ALPN on --tls-port, no h2c (prior knowledge) on --port")
+        ->group(group);
+    app.add_option("--h2-max-streams", config.h2_max_streams,
+                   "HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS)")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000u))
+        ->group(group);
     app.add_flag("--https-redirect", config.https_redirect,
                  "the plain port answers 308 to the same URL over HTTPS (the /-/ probes excepted)")
         ->needs(tls_port)
@@ -180,6 +188,11 @@ void add_request_limits(CLI::App& app, Config& config, Readings& read) {
     app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
         ->capture_default_str()
         ->check(kTimeoutRange)
+        ->group(group);
+    app.add_option("--send-timeout", config.send_timeout_s,
+                   "a client that takes none of the response owed to it for this long is closed, s")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 20u * 86400u, "1 s to 20 days"))
         ->group(group);
     app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
         ->capture_default_str()

@@ -21,8 +21,9 @@ constexpr int kListTimeoutMs = 2000;
 }  // namespace
 
 CertificateWatch::CertificateWatch(boost::asio::io_context& control,
-                                   const std::vector<std::unique_ptr<EventLoop>>& loops, TlsStatusBoard& board)
-    : loops_(loops), timer_(control), board_(board) {}
+                                   const std::vector<std::unique_ptr<EventLoop>>& loops, TlsStatusBoard& board,
+                                   bool http2)
+    : loops_(loops), timer_(control), board_(board), http2_(http2) {}
 
 void CertificateWatch::start() {
     ask();
@@ -107,7 +108,7 @@ bool CertificateWatch::rebuild(const std::string& text) {
     } else {
         served_nothing_logged_ = false;
         try {
-            contexts = TlsContexts::build(std::move(certificates), default_index);
+            contexts = TlsContexts::build(std::move(certificates), default_index, http2_);
         } catch (const std::exception& e) {
             spdlog::error("HTTPS: {}; the certificates served before keep serving", e.what());
             return false;

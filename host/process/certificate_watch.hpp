@@ -21,9 +21,9 @@ class EventLoop;
 
 class CertificateWatch {
 public:
-    /// What it learns of the folder goes on `board`, for /-/status.
+    /// What it learns of the folder goes on `board`, for /-/status; `http2`: ALPN offers h2.
     CertificateWatch(boost::asio::io_context& control, const std::vector<std::unique_ptr<EventLoop>>& loops,
-                     TlsStatusBoard& board);
+                     TlsStatusBoard& board, bool http2);
 
     /// Asks once and gives the loops their first contexts (before they run), then keeps asking.
     void start();
@@ -41,6 +41,7 @@ private:
     TlsStatusBoard& board_;
     bool unreachable_logged_ = false;
     bool served_nothing_logged_ = false;
+    bool http2_;
 };
 
 }  // namespace cspd

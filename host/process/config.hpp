@@ -16,6 +16,8 @@ struct Config {
     std::filesystem::path certs_dir;         ///< --certs: watched for NAME.pem, NAME.crt + NAME.key
     bool tls_self_signed = false;            ///< no certificate serves: make one for localhost
     bool https_redirect = false;             ///< the plain port answers 308 to https://
+    bool http2 = true;                       ///< h2 by ALPN on --tls-port, h2c by prior knowledge on --port
+    unsigned h2_max_streams = 128;           ///< concurrent streams one HTTP/2 connection may open
     std::string user;                        ///< --user: workers' account when started as root (empty: nobody)
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files
@@ -28,6 +30,7 @@ struct Config {
     std::size_t max_head_bytes = 8 * 1024;
     unsigned keepalive_timeout_s = 15;
     unsigned header_timeout_s = 10;
+    unsigned send_timeout_s = 30;         ///< a client that takes none of our bytes this long is closed
     unsigned drain_timeout_s = 10;        ///< graceful stop waits this long for in-flight requests
     std::size_t max_connections = 10000;  ///< over all loops; more are answered 503 and closed
     bool strict_handler_modes = true;     ///< refuse handler files others could have written (sshd StrictModes)

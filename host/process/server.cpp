@@ -46,7 +46,8 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
     LoopOptions options;
     options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
-                          config.body_memory_bytes, config.upload_dir,      config.min_body_rate};
+                          config.body_memory_bytes, config.upload_dir,      config.min_body_rate,
+                          config.send_timeout_s,    config.http2,           config.h2_max_streams};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
                        config.static_max_age_s, config.slow_call_warn_ms,
@@ -98,7 +99,7 @@ public:
             }
             tickets_->serve_tickets();
             for (auto& loop : loops_) loop->attach_tls_status(tls_status_);
-            certificates_.emplace(control_, loops_, tls_status_);
+            certificates_.emplace(control_, loops_, tls_status_, config_.http2);
         }
         if (!role_) give_up_root();  // a worker did before it got here
         supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);

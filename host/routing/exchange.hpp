@@ -57,7 +57,7 @@ public:
     HttpStatus method_not_allowed();
     /// How a handler's answer to this exchange is framed.
     ResponseFrame frame() const {
-        return {keep_alive && !close_after, http10, request.head, !request_id_header.empty()};
+        return {keep_alive && !close_after, http10, request.head, !request_id_header.empty(), request.http_major == 2};
     }
 
     std::string& out() { return out_; }

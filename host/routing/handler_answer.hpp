@@ -21,6 +21,7 @@ struct ResponseFrame {
     bool http10 = false;
     bool head_only = false;
     bool request_id_header = false;  ///< the response says X-Request-Id
+    bool unframed = false;  ///< the protocol frames the body itself (HTTP/2): a stream's bytes go as they are
 };
 
 /// An answer's two statuses: what its handler returned (the resource's answer, which a reply

@@ -68,6 +68,7 @@ Routed Router::respond(const HttpRequest& request, const RequestContext& context
         const std::string_view sent = request.header("x-request-id");
         exchange.request_id_header = is_sane_request_id(sent) ? sent : exchange.id.format(id_buffer_);
     }
+    if (slot_) bump(slot_->protocol_requests[request.http_major == 2 ? 1 : 0]);
     Routed routed;
     routed.status = route(exchange, routed);
     routed.close_after = exchange.close_after;

@@ -4,6 +4,9 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace cspd {
 
 Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept
@@ -16,6 +19,13 @@ Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::en
     if (!::inet_ntop(where->sa_family, bytes, address_, sizeof address_)) address_[0] = '\0';
     port_ = peer.port();
     loop_.connections.attach(this);
+    ++loop_.open_in_lane[std::size_t(lane_)];
+}
+
+Connection::Connection(TakeOver, Connection& from) noexcept
+    : enable_shared_from_this(), loop_(from.loop_), transport_(std::move(from.transport_)), port_(from.port_), lane_(from.lane_) {
+    std::copy(std::begin(from.address_), std::end(from.address_), address_);
+    loop_.connections.attach(this, false);
     ++loop_.open_in_lane[std::size_t(lane_)];
 }
 

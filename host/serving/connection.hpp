@@ -25,6 +25,10 @@ public:
     /// Takes ownership of `fd`, a non-blocking accepted socket, and joins the loop's list.
     /// `lane`: the budget that let it in (the loop counts each; see LoopContext::open_in_lane).
     Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept;
+    /// Takes over `from`'s transport, peer and lane (the protocol changes: HTTP/1 to HTTP/2);
+    /// `from` is left with a closed transport, and stays in the loop's list no longer than it lives.
+    struct TakeOver {};
+    Connection(TakeOver, Connection& from) noexcept;
     virtual ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;

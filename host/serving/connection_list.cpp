@@ -5,10 +5,10 @@
 
 namespace cspd {
 
-void ConnectionList::attach(Connection* c) {
+void ConnectionList::attach(Connection* c, bool accepted) {
     ++size_;
     if (slot_) {
-        bump(slot_->accepted_connections);
+        if (accepted) bump(slot_->accepted_connections);
         slot_->open_connections.store(size_, std::memory_order_relaxed);
     }
     c->next = head_;

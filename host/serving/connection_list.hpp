@@ -13,7 +13,8 @@ struct LoopSlot;
 
 class ConnectionList {
 public:
-    void attach(Connection* connection);
+    /// `accepted`: a new client (counted), not one that changed protocol.
+    void attach(Connection* connection, bool accepted = true);
     void detach(Connection* connection);
 
     std::size_t size() const { return size_; }

@@ -33,6 +33,11 @@ struct ConnectionLimits {
     std::filesystem::path upload_dir;             ///< where (empty: the system's temporary folder)
     /// A body must keep coming at this rate, bytes/s, measured over each --header-timeout (0: any).
     unsigned min_body_rate = 500;
+    /// A client that takes none of the bytes owed to it this long is closed (HTTP/1: the socket
+    /// stays full; HTTP/2: the socket, or the flow-control window, stays shut).
+    unsigned send_timeout_s = 30;
+    bool http2 = true;              ///< h2c by prior knowledge is served (h2 by ALPN is the TLS contexts')
+    unsigned h2_max_streams = 128;  ///< SETTINGS_MAX_CONCURRENT_STREAMS
 };
 
 class AccessLines;

@@ -5,6 +5,7 @@
 // alone writes the worker bookkeeping, the crash counts and the quarantine list.
 #pragma once
 
+#include "stats/http2_counters.hpp"
 #include "stats/tls_counters.hpp"
 
 #include "common/crash_context.hpp"
@@ -119,6 +120,12 @@ struct LoopSlot {
     Counter tls_handshakes[std::size_t(TlsVersion::count)];  // completed, by version
     Counter tls_resumed;                                     // of those, resumed from a ticket
     Counter tls_failures[std::size_t(TlsFailure::count)];
+    Counter protocol_requests[2];  // requests routed, by protocol: HTTP/1.x, HTTP/2
+    Counter h2_connections;        // HTTP/2 connections begun
+    Counter h2_streams;            // streams clients opened on them
+    Counter h2_resets_received;    // RST_STREAM from clients
+    Counter h2_resets_sent[kH2ErrorCodes];  // RST_STREAM we sent, by error code
+    Counter h2_goaways[std::size_t(H2Goaway::count)];  // GOAWAY we sent, by reason
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
 
     std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }

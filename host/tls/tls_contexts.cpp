@@ -16,8 +16,9 @@ constexpr const char* kTls12Ciphers =
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 constexpr const char* kTls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 constexpr const char* kGroups = "X25519:prime256v1:secp384r1";
-// What ALPN may choose, in wire format: HTTP/2 joins when it is served.
-constexpr unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+// What ALPN may choose, in wire format, in the server's order of preference (RFC 7301 §3.2).
+constexpr unsigned char kAlpnHttp1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char kAlpnHttp2[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 constexpr unsigned char kSessionContext[] = {'c', 's', 'p', 'd'};
 
 [[noreturn]] void fail(const char* what) {
@@ -25,15 +26,17 @@ constexpr unsigned char kSessionContext[] = {'c', 's', 'p', 'd'};
 }
 
 int choose_alpn(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* offered,
-                unsigned int offered_size, void*) {
+                unsigned int offered_size, void* http2) {
     unsigned char* chosen = nullptr;
-    if (SSL_select_next_proto(&chosen, out_size, kAlpn, sizeof kAlpn, offered, offered_size) != OPENSSL_NPN_NEGOTIATED)
+    const bool h2 = http2 != nullptr;
+    if (SSL_select_next_proto(&chosen, out_size, h2 ? kAlpnHttp2 : kAlpnHttp1, h2 ? sizeof kAlpnHttp2 : sizeof kAlpnHttp1,
+                              offered, offered_size) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL;  // RFC 7301 §3.2: no protocol in common
     *out = chosen;
     return SSL_TLSEXT_ERR_OK;
 }
 
-SslCtxPtr make_context(const Certificate& certificate) {
+SslCtxPtr make_context(const Certificate& certificate, bool http2) {
     SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
     if (!ctx) fail("SSL_CTX_new");
     if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1 ||
@@ -58,7 +61,9 @@ SslCtxPtr make_context(const Certificate& certificate) {
     SSL_CTX_set_num_tickets(ctx.get(), 1);
     SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext);
     TicketKeys::attach_to(ctx.get());  // keys every worker shares, when the process has them
-    SSL_CTX_set_alpn_select_cb(ctx.get(), choose_alpn, nullptr);
+    // The callback's argument says only whether h2 is offered (non-null: it is).
+    static int offer_h2;
+    SSL_CTX_set_alpn_select_cb(ctx.get(), choose_alpn, http2 ? &offer_h2 : nullptr);
 
     if (SSL_CTX_use_certificate(ctx.get(), certificate.leaf.get()) != 1) fail("certificate");
     for (const X509Ptr& link : certificate.chain)
@@ -71,12 +76,12 @@ SslCtxPtr make_context(const Certificate& certificate) {
 TlsContexts::~TlsContexts() = default;
 
 std::shared_ptr<const TlsContexts> TlsContexts::build(std::vector<std::shared_ptr<const Certificate>> certificates,
-                                                      std::size_t default_index) {
+                                                      std::size_t default_index, bool http2) {
     if (certificates.empty()) throw std::runtime_error("TLS set-up: no certificate");
     std::shared_ptr<TlsContexts> contexts(new TlsContexts());
     contexts->default_ = default_index < certificates.size() ? default_index : 0;
     for (auto& certificate : certificates) {
-        SslCtxPtr context = make_context(*certificate);
+        SslCtxPtr context = make_context(*certificate, http2);
         // Every context gets the callback: OpenSSL calls the one of the context a handshake began with.
         SSL_CTX_set_tlsext_servername_callback(context.get(), on_server_name);
         SSL_CTX_set_tlsext_servername_arg(context.get(), contexts.get());

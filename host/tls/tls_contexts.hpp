@@ -18,9 +18,10 @@ namespace cspd {
 class TlsContexts {
 public:
     /// Contexts for `certificates` (at least one); `default_index` answers clients that send no
-    /// SNI or a name no certificate covers. Throws std::runtime_error with OpenSSL's reason.
+    /// SNI or a name no certificate covers; `http2`: ALPN offers h2 before http/1.1. Throws
+    /// std::runtime_error with OpenSSL's reason.
     static std::shared_ptr<const TlsContexts> build(std::vector<std::shared_ptr<const Certificate>> certificates,
-                                                    std::size_t default_index);
+                                                    std::size_t default_index, bool http2 = false);
 
     /// A server-side SSL over the accepted socket `fd` (which stays the caller's); null, with
     /// OpenSSL's queue cleared, if OpenSSL has no memory for it.

@@ -27,7 +27,7 @@ csp_stream* PendingExchange::start_stream(int status) noexcept {
         std::string text;
         append_stream_head(text, head);
         const auto framing = frame_.head_only ? StreamOutbox::Framing::none
-                             : frame_.http10  ? StreamOutbox::Framing::raw
+                             : frame_.http10 || frame_.unframed ? StreamOutbox::Framing::raw
                                               : StreamOutbox::Framing::chunked;
         auto outbox = std::make_unique<StreamOutbox>(framing, std::move(text));
         // What the handler appended before it began to stream is the body's beginning.

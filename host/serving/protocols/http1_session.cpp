@@ -6,6 +6,7 @@
 #include "http/response.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/protocols/http2_session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -89,6 +90,15 @@ void Http1Session::on_readable() {
 void Http1Session::on_writable() { flush(); }
 
 void Http1Session::process(std::string_view input) {
+    if (!spoke_) {
+        // The first bytes say which protocol: ALPN chose h2, or a client with prior knowledge of
+        // h2c opens with HTTP/2's preface.
+        if (transport_.chose_h2() || (loop_.limits.http2 && Http2Session::begins_preface(input))) {
+            hand_over_to_http2(input);
+            return;
+        }
+        spoke_ = true;
+    }
     const bool was_mid_request = work_->parser.mid_request();
     HttpParser::Status status = work_->parser.feed(input, *this);
     if (status == HttpParser::Status::paused) {
@@ -103,6 +113,16 @@ void Http1Session::process(std::string_view input) {
     }
     if (work_->parser.mid_request() && !was_mid_request) work_->request_started = coarse_now_ms();
     send_output();
+}
+
+void Http1Session::hand_over_to_http2(std::string_view first_bytes) {
+    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
+    state_ = State::closed;  // done: its transport is the HTTP/2 session's now
+    if (!Http2Session::take_over(*this, first_bytes)) {
+        spdlog::error("client {}:{}: no memory for an HTTP/2 session; closing", address_, port_);
+        transport_.close();
+    }
+    release_buffer();  // after: `first_bytes` were in it
 }
 
 void Http1Session::send_output() {

@@ -116,6 +116,8 @@ private:
     /// 408, then close: the client sends its body too slowly to keep its place.
     void refuse_slow_body();
     void process(std::string_view input);
+    /// The client speaks HTTP/2: an Http2Session takes the connection over, `first_bytes` first.
+    void hand_over_to_http2(std::string_view first_bytes);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
     /// Makes the Work a parked session gave back; false (closed) if there is no memory.
@@ -167,6 +169,7 @@ private:
     // The last read, in this loop pass, took less than a buffer: the transport had nothing more,
     // so any later bytes bring a new readiness event (resume() waits for it).
     bool drained_ = false;
+    bool spoke_ = false;  // the first bytes were HTTP/1's: no hand-over to HTTP/2 any more
     // coarse_now_ms() timestamps for the timeouts in on_tick.
     std::uint32_t last_request_ = 0;  // last complete request (keep-alive idle timeout)
     std::uint32_t last_read_ = 0;     // last bytes in (parking, stalled bodies)

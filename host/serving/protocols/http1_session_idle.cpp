@@ -16,8 +16,6 @@
 
 namespace cspd {
 namespace {
-// A client that stops reading our response is dropped after this.
-constexpr std::uint32_t kWriteTimeoutS = 30;
 // After an error response, unread input is drained this long before closing, so the
 // kernel does not answer it with a reset that could destroy the response in flight.
 constexpr std::uint32_t kLingerS = 2;
@@ -147,7 +145,7 @@ void Http1Session::on_tick(std::uint32_t now) {
         }
         break;
     case State::writing:
-        if (passed(last_write_, kWriteTimeoutS)) close();
+        if (passed(last_write_, config.send_timeout_s)) close();  // the client stopped reading
         break;
     case State::lingering:
         if (passed(last_write_, kLingerS)) close();

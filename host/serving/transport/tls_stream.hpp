@@ -43,6 +43,13 @@ public:
         return decrypted ? decrypted : has_buffered() ? 1 : 0;
     }
     bool handshake_done() const { return SSL_is_init_finished(ssl_.get()) == 1; }
+    /// ALPN chose HTTP/2 ("h2") in the handshake.
+    bool chose_h2() const {
+        const unsigned char* chosen = nullptr;
+        unsigned int size = 0;
+        SSL_get0_alpn_selected(ssl_.get(), &chosen, &size);
+        return size == 2 && chosen[0] == 'h' && chosen[1] == '2';
+    }
 
     /// The handshake was given up (it stalled): counted as such.
     void count_timeout() { count_failure(TlsFailure::timeout); }

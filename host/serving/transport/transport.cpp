@@ -23,6 +23,12 @@ bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
 Transport::Extras::~Extras() = default;
 
+Transport::Transport(Transport&& from) noexcept
+    : reads_(from.reads_), extras_(std::move(from.extras_)), fd_(from.fd_), ipv6_(from.ipv6_) {
+    reads_.forget(fd_);  // the set holds the old session as its reader: the new one watches anew
+    from.fd_ = -1;
+}
+
 Transport::~Transport() {
     // Not close(): the loop's set holds its users alive, so a transport that dies is in none, and
     // at the loop's end that set may be gone first. The reactor's socket closes itself.
@@ -47,6 +53,8 @@ void Transport::handshake_timed_out() {
 }
 
 bool Transport::handshaking() const { return is_tls() && !extras_->tls->handshake_done(); }
+
+bool Transport::chose_h2() const { return is_tls() && extras_->tls->chose_h2(); }
 
 Transport::Moved Transport::read(char* into, std::size_t room) {
     if (is_tls()) return extras_->tls->read(fd_, into, room);

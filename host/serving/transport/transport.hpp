@@ -55,6 +55,10 @@ public:
 
     /// Takes ownership of `fd`, a non-blocking connected socket, and watches it through `reads`.
     Transport(ReadWatch& reads, int fd, bool ipv6) noexcept : reads_(reads), fd_(fd), ipv6_(ipv6) {}
+    /// Takes the connection over from `from` (which is left closed, without closing the socket):
+    /// when a session hands it to another protocol's. No wait of `from` may be pending; its
+    /// reader leaves the loop's set.
+    explicit Transport(Transport&& from) noexcept;
     ~Transport();
     /// Speaks TLS from now on with the certificates of `contexts`, before any read. False (logged)
     /// if OpenSSL has no memory for it: the caller closes.
@@ -64,6 +68,8 @@ public:
     bool is_tls() const { return extras_ && extras_->tls; }
     /// Still in the TLS handshake (false for plain TCP).
     bool handshaking() const;
+    /// TLS's ALPN chose HTTP/2.
+    bool chose_h2() const;
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;
 

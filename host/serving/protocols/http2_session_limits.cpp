@@ -1,0 +1,133 @@
+// What bounds an HTTP/2 session (see http2_session.hpp): budgets for frames that do no work
+// and for resets, the size of a header block's frames, the timeouts the loop's tick enforces,
+// the drain, and the counters of resets and GOAWAYs.
+#include "serving/protocols/http2_session.hpp"
+
+#include "common/clocks.hpp"
+#include "serving/loop_context.hpp"
+#include "stats/shared_stats.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace cspd {
+namespace {
+// After our last frame, what the client still sends is read and dropped this long at most.
+constexpr std::uint32_t kLingerS = 2;
+}  // namespace
+
+bool Http2Session::spend_idle_frame() {
+    const std::uint32_t now = coarse_now_ms();
+    const double seconds = double(now - tokens_at_) / 1000;
+    tokens_at_ = now;
+    idle_frame_tokens_ = std::min(kIdleFrameBurst, idle_frame_tokens_ + seconds * kIdleFramesPerSecond);
+    reset_tokens_ = std::min(kResetBurst, reset_tokens_ + seconds * kResetsPerSecond);
+    if (idle_frame_tokens_ < 1) {
+        cut_for_ = H2Goaway::flood;
+        return false;
+    }
+    idle_frame_tokens_ -= 1;
+    return true;
+}
+
+bool Http2Session::spend_reset() {
+    // Refilled with the other budget (spend_idle_frame), which it then gives back.
+    spend_idle_frame();
+    idle_frame_tokens_ = std::min(kIdleFrameBurst, idle_frame_tokens_ + 1);
+    if (reset_tokens_ < 1) {
+        cut_for_ = H2Goaway::rapid_reset;
+        return false;
+    }
+    reset_tokens_ -= 1;
+    return true;
+}
+
+bool Http2Session::header_block_frame(std::size_t length, bool first) {
+    if (first) block_bytes_ = block_frames_ = 0;
+    block_bytes_ += length;
+    ++block_frames_;
+    // HPACK's Huffman code may make a field longer than it is (up to 30 bits a byte): a block's
+    // frames may hold four times the header limit, and no more, before a byte is decoded.
+    const std::size_t most = 4 * loop_.limits.max_head_bytes + 16 * 1024;
+    if (block_bytes_ <= most && block_frames_ <= kMaxBlockFrames) return true;
+    cut_for_ = H2Goaway::header_flood;
+    return false;
+}
+
+void Http2Session::count_goaway(H2Goaway why) {
+    goaway_submitted_ = true;
+    if (loop_.slot) bump(loop_.slot->h2_goaways[std::size_t(why)]);
+}
+
+void Http2Session::count_reset_sent(std::uint32_t error) {
+    if (loop_.slot) bump(loop_.slot->h2_resets_sent[std::min<std::size_t>(error, kH2ErrorCodes - 1)]);
+}
+
+void Http2Session::on_tick(std::uint32_t now) {
+    if (closed_) return;
+    const ConnectionLimits& config = loop_.limits;
+    const auto passed = [now](std::uint32_t since, unsigned seconds) { return coarse_passed(now, since, seconds); };
+    if (lingering_) {
+        if (passed(lingering_since_, kLingerS)) close();
+        return;
+    }
+    if (writing_) {
+        if (passed(last_write_, config.send_timeout_s)) {  // the socket stayed full: nothing more can be said
+            count_goaway(H2Goaway::stalled);
+            spdlog::info("client {}:{}: HTTP/2 client took nothing for --send-timeout; closed", address_, port_);
+            close();
+        }
+        return;
+    }
+    if (lane_ == Lane::probe_reserve && passed(last_stream_, 1)) {
+        go_away(H2Goaway::idle, NGHTTP2_NO_ERROR);  // let in past --max-connections for one quick probe
+        send_frames();
+        return;
+    }
+    bool arriving = block_frames_ > 0;  // a header block, or a request body, is on its way
+    bool window_shut = false;           // bytes wait for a window the client keeps shut
+    const std::int32_t connection_window = nghttp2_session_get_remote_window_size(session_);
+    for (auto& [id, s] : streams_) {
+        if (!s->request_complete && !s->head_submitted) arriving = true;
+        if (s->head_submitted && (s->sent < s->response.size() || s->file.is_open()) &&
+            (connection_window <= 0 || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0))
+            window_shut = true;
+        if (!s->pending) continue;
+        std::uint32_t& since = s->waiting_since;
+        if (s->pending->streaming()) {
+            // The head is out: no 504 any more. A stream that says nothing for so long is reset.
+            since = coarse_later(last_write_, since);
+            if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s))
+                cut_stream(*s, "stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
+        } else if (s->pending->blocking()) {
+            if (config.handler_timeout_s > 0 && passed(since, config.handler_timeout_s))
+                give_up_waiting(*s, "blocking call ran longer than --handler-timeout");
+        } else if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s)) {
+            give_up_waiting(*s, "deferred reply not finished within --pending-timeout");
+        }
+    }
+    if (window_shut && passed(last_data_, config.send_timeout_s)) {
+        spdlog::info("client {}:{}: HTTP/2 flow-control window shut for --send-timeout; GOAWAY", address_, port_);
+        go_away(H2Goaway::stalled, NGHTTP2_NO_ERROR);
+    } else if (arriving && passed(last_read_, config.header_timeout_s)) {
+        spdlog::info("client {}:{}: HTTP/2 request stopped arriving for --header-timeout; GOAWAY", address_, port_);
+        go_away(H2Goaway::stalled, NGHTTP2_NO_ERROR);
+    } else if (streams_.empty() && !going_away_ && passed(coarse_later(last_stream_, last_write_), config.keepalive_timeout_s)) {
+        go_away(H2Goaway::idle, NGHTTP2_NO_ERROR);
+    }
+    send_frames();
+}
+
+void Http2Session::on_drain() {
+    if (closed_ || going_away_) return;
+    go_away(H2Goaway::drain, NGHTTP2_NO_ERROR);  // open streams finish; the connection closes after the last
+    send_frames();
+}
+
+void Http2Session::warn_draining() {
+    for (auto& [id, s] : streams_)
+        if (s->pending) s->pending->warn_draining();
+}
+
+}  // namespace cspd

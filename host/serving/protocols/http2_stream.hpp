@@ -1,0 +1,72 @@
+// One HTTP/2 stream of an Http2Session: the request as its HEADERS and DATA frames bring it,
+// and the answer on its way out as DATA frames. Owned by its session, from the client's first
+// HEADERS frame until nghttp2 closes the stream. Loop thread only.
+#pragma once
+
+#include "http/request.hpp"
+#include "http/spilled_body.hpp"
+#include "routing/static_files.hpp"
+#include "serving/exchange/pending_exchange.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cspd {
+
+struct Http2Stream {
+    /// Why a request is answered by the host rather than routed.
+    enum class Refusal : std::uint8_t {
+        none,
+        head_too_large,  ///< its header list is past --max-header-size: 431
+        body_too_large,  ///< past --max-body: 413
+        spill_failed,    ///< its body could not be written to a temporary file: 503
+        no_room,         ///< over its share of the upload folder: 507
+    };
+
+    explicit Http2Stream(std::int32_t stream_id) : id(stream_id) {}
+    ~Http2Stream() {
+        for (nghttp2_rcbuf* held : names_and_values) nghttp2_rcbuf_decref(held);
+    }
+    Http2Stream(const Http2Stream&) = delete;
+    Http2Stream& operator=(const Http2Stream&) = delete;
+
+    /// Bytes of the body received so far.
+    std::size_t body_size() const { return spill ? spill->size() : body.size(); }
+
+    const std::int32_t id;
+
+    // The request. Its views point into nghttp2's own buffers, held here (no copy).
+    std::vector<nghttp2_rcbuf*> names_and_values;
+    std::vector<HttpHeader> headers;  ///< regular fields, lower case, as received
+    std::string_view method, path, authority, scheme;
+    std::string cookie;  ///< several cookie fields joined with "; " (RFC 9113 §8.2.3)
+    std::size_t cookie_fields = 0;
+    std::size_t header_bytes = 0;  ///< names and values so far, as --max-header-size counts them
+    std::string body;
+    std::shared_ptr<SpilledBody> spill;  ///< the body, once over --body-memory
+    Refusal refused = Refusal::none;
+    bool request_complete = false;  ///< END_STREAM came: it can be routed
+
+    // The answer, as the routes wrote it: an HTTP/1 head (read back into HEADERS), then body
+    // bytes sent from `sent` on as DATA; then `file`'s bytes, for a static file.
+    std::string response;
+    std::size_t sent = 0;
+    StaticFiles::File file;
+    std::size_t file_sent = 0;
+    std::shared_ptr<PendingExchange> pending;  ///< the answer comes later (deferred, blocking, streamed)
+    std::uint32_t waiting_since = 0;           ///< coarse ms: when the answer began to be owed
+    std::int64_t began_ns = 0;                 ///< monotonic, for the access log
+    bool head_submitted = false;               ///< the HEADERS frame is queued
+    bool stream_ended = false;                 ///< a streamed answer is complete: DATA ends with its bytes
+    bool data_deferred = false;                ///< nghttp2 waits (NGHTTP2_ERR_DEFERRED) for more bytes
+    bool head_request = false;
+    bool reset_when_answered = false;          ///< answered before the request was whole: RST_STREAM NO_ERROR after
+};
+
+}  // namespace cspd
