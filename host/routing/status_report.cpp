@@ -1,5 +1,8 @@
 #include "routing/status_report.hpp"
 
+#include "routing/prometheus_text.hpp"
+#include "routing/protocol_report.hpp"
+
 #include "routing/without_paths.hpp"
 
 #include "routing/tls_status.hpp"
@@ -116,32 +119,6 @@ std::string hex(std::uint64_t value) {
 }
 
 /// Label values are handler names ([A-Za-z0-9_-]); escaped anyway, as the format requires.
-std::string label(std::string_view value) {
-    std::string out;
-    for (char c : value) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += c;
-    }
-    return out;
-}
-
-void family(std::string& out, const char* name, const char* type, const char* help) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-}
-
-void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
-    char number[32];
-    std::snprintf(number, sizeof number, "%.17g", value);
-    out.append(name);
-    if (!labels.empty()) out.append("{").append(labels).append("}");
-    out.append(" ").append(number).append("\n");
-}
-
 }  // namespace
 
 namespace {
@@ -308,6 +285,7 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store, c
     sample(out, "cspd_start_time_seconds", "", double(stats.started_unix_ms) / 1000.0);
 
     handler_metrics(out, sum);
+    protocol_metrics(out, stats);
     if (tls) tls_metrics(out, sum, *tls);
     return out;
 }
@@ -402,6 +380,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
                              {"refused", sum.blocking_refused}};
     doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
     doc["worker_restarts"] = read(stats.worker_restarts);
+    add_protocol_status(doc, stats);
     if (tls) doc["tls"] = tls_status(sum, *tls);
     if (store) doc["kv_store"] = kv_store_status(*store);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();

@@ -38,6 +38,7 @@ struct Http2Session::Callbacks {
         if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
             if (!self.header_block_frame(hd->length, hd->type == NGHTTP2_HEADERS)) return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
+        if (hd->type == NGHTTP2_HEADERS && !self.may_open_or_continue(hd->stream_id)) return NGHTTP2_ERR_CALLBACK_FAILURE;
         return 0;
     }
 
@@ -53,6 +54,7 @@ struct Http2Session::Callbacks {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // this stream is reset, the others go on
         }
         self.last_stream_ = coarse_now_ms();
+        self.opened_[self.opened_count_++ % self.opened_.size()] = frame->hd.stream_id;
         if (self.loop_.slot) bump(self.loop_.slot->h2_streams);
         return 0;
     }
@@ -244,7 +246,8 @@ void Http2Session::process(std::string_view input) {
     const auto fed = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
     if (fed < 0) {
         // nghttp2 queued its GOAWAY for a protocol error; one of our limits says why itself.
-        if (fed == NGHTTP2_ERR_CALLBACK_FAILURE) go_away(cut_for_, NGHTTP2_ENHANCE_YOUR_CALM);
+        if (fed == NGHTTP2_ERR_CALLBACK_FAILURE)
+            go_away(cut_for_, cut_for_ == H2Goaway::protocol ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_ENHANCE_YOUR_CALM);
         else if (!close_when_sent_) {
             spdlog::debug("client {}:{}: HTTP/2 connection error: {}", address_, port_, nghttp2_strerror(int(fed)));
             close_when_sent_ = true;

@@ -35,6 +35,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -123,6 +124,9 @@ private:
     bool spend_reset();
     /// A header block's frame of `length` bytes arrived; false when the block is past any sane size.
     bool header_block_frame(std::size_t length, bool first);
+    /// A HEADERS frame on stream `id`: false when `id` is below streams already opened and was
+    /// never opened itself (RFC 9113 §5.1.1: skipped ids are closed; nghttp2 lets it pass).
+    bool may_open_or_continue(std::int32_t id);
     void count_goaway(H2Goaway why);
     void count_reset_sent(std::uint32_t error);
 
@@ -148,6 +152,8 @@ private:
     double idle_frame_tokens_;
     double reset_tokens_;
     std::uint32_t tokens_at_ = 0;
+    std::array<std::int32_t, 64> opened_{};  // the ids of the streams opened last, a ring
+    std::size_t opened_count_ = 0;
     std::size_t block_bytes_ = 0;   // of the header block in progress: its frames so far
     std::size_t block_frames_ = 0;
     // coarse_now_ms() timestamps for the timeouts in on_tick.

@@ -55,6 +55,21 @@ bool Http2Session::header_block_frame(std::size_t length, bool first) {
     return false;
 }
 
+bool Http2Session::may_open_or_continue(std::int32_t id) {
+    if (opened_count_ == 0 || streams_.count(id)) return true;
+    const std::int32_t newest = opened_[(opened_count_ - 1) % opened_.size()];
+    if (id > newest) return true;  // a new stream
+    // Trailers may still come for a stream closed lately; an id older than the ring remembers is
+    // left to nghttp2, which ignores it.
+    const std::size_t remembered = std::min(opened_count_, opened_.size());
+    // While the ring has not wrapped it holds every stream this connection opened.
+    const std::int32_t oldest = opened_count_ <= opened_.size() ? 0 : opened_[opened_count_ % opened_.size()];
+    if (id < oldest) return true;
+    if (std::find(opened_.begin(), opened_.begin() + remembered, id) != opened_.begin() + remembered) return true;
+    cut_for_ = H2Goaway::protocol;
+    return false;
+}
+
 void Http2Session::count_goaway(H2Goaway why) {
     goaway_submitted_ = true;
     if (loop_.slot) bump(loop_.slot->h2_goaways[std::size_t(why)]);
