@@ -2,7 +2,8 @@
 //   node dashboard_https.mjs URL CERTIFICATE_FILE SCREENSHOT
 // Opens URL (a self-signed certificate: its errors are ignored), waits for hello and xpng to
 // show as live and for the HTTPS certificates table to list CERTIFICATE_FILE as serving, checks
-// the page came over TLS, and saves a screenshot. Prints one JSON line; exits non-zero on any failure.
+// the page came over TLS and over HTTP/2 (the navigation's and every fetch's nextHopProtocol is
+// "h2": ALPN chose it), and saves a screenshot. Prints one JSON line; exits non-zero on any failure.
 import { chromium } from "playwright-core";
 
 const [url, certificate, screenshot] = process.argv.slice(2);
@@ -22,6 +23,9 @@ try {
   const row = await page.waitForSelector(`#certificates tr:has-text("${certificate}")`, { timeout: 10000 });
   result.certificate_row = (await row.textContent()).trim();
   result.summary = await page.textContent("#tls-summary");
+  result.next_hop = await page.evaluate(() => performance.getEntriesByType("navigation")[0].nextHopProtocol);
+  result.resource_hops = await page.evaluate(() =>
+    [...new Set(performance.getEntriesByType("resource").map((e) => e.nextHopProtocol))]);
   await page.screenshot({ path: screenshot, fullPage: true });
   result.ok = !result.page_error && result.certificate_row.includes("serving") && result.protocol !== null;
 } catch (e) {

@@ -56,7 +56,7 @@ TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
     EXPECT_TRUE(std::filesystem::exists(artifacts / "dashboard-phone.png"));
 }
 
-TEST(Dashboard, LoadsOverHttpsAndListsTheCertificateServing) {
+TEST(Dashboard, LoadsOverHttpsWithHttp2AndListsTheCertificateServing) {
     TempDir certs;
     const auto pem = certs / "default.pem";
     int status = -1;
@@ -83,6 +83,9 @@ TEST(Dashboard, LoadsOverHttpsAndListsTheCertificateServing) {
     const auto result = nlohmann::json::parse(out.substr(out.rfind('{')));
     EXPECT_TRUE(result.at("ok").get<bool>()) << out;
     EXPECT_EQ(result.at("protocol"), "TLS 1.3") << out;
+    // ALPN chose h2: the page and everything it fetched came over HTTP/2.
+    EXPECT_EQ(result.at("next_hop"), "h2") << out;
+    EXPECT_EQ(result.at("resource_hops"), nlohmann::json::array({"h2"})) << out;
     EXPECT_NE(result.at("certificate_row").get<std::string>().find("localhost"), std::string::npos) << out;
 }
 
