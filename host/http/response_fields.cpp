@@ -36,9 +36,11 @@ bool read_response_head(std::string& bytes, ResponseFields& into) {
         if (colon == std::string_view::npos || colon >= next || colon == start) return false;
         for (std::size_t i = start; i < colon; ++i) bytes[i] = ascii_lower(bytes[i]);
         const std::string_view name = all.substr(start, colon - start);
-        std::size_t value = colon + 1;
-        while (value < next && (all[value] == ' ' || all[value] == '\t')) ++value;
-        if (!connection_specific(name)) into.fields.push_back({name, all.substr(value, next - value)});
+        std::size_t value = colon + 1, value_end = next;
+        while (value < value_end && (all[value] == ' ' || all[value] == '\t')) ++value;
+        // RFC 9113 §8.2.1: no whitespace at either end of a value (clients drop such a field).
+        while (value_end > value && (all[value_end - 1] == ' ' || all[value_end - 1] == '\t')) --value_end;
+        if (!connection_specific(name)) into.fields.push_back({name, all.substr(value, value_end - value)});
         line = next;
     }
     return true;

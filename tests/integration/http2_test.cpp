@@ -38,7 +38,8 @@ protected:
     /// One worker, so that its memory can be watched, and limits small enough to reach in a test.
     void start(std::vector<std::string> more = {}) {
         std::vector<std::string> args = {"--workers",       "1", "--tls-port", "0", "--tls-self-signed",
-                                         "--h2-max-streams", "8", "--send-timeout", "2", "--keepalive-timeout", "2"};
+                                         "--h2-max-streams", "8", "--send-timeout", "2", "--keepalive-timeout", "2",
+                                         "--header-timeout", "3"};
         args.insert(args.end(), more.begin(), more.end());
         server_.emplace(args, false);
         for (const char* name : {"hello.so", "xpng.so"})

@@ -37,6 +37,8 @@ struct Http2Session::Callbacks {
         Http2Session& self = of(user);
         if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
             if (!self.header_block_frame(hd->length, hd->type == NGHTTP2_HEADERS)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+            // The block ends with this frame, whether nghttp2 then takes it or drops it.
+            if (hd->flags & NGHTTP2_FLAG_END_HEADERS) self.block_bytes_ = self.block_frames_ = 0;
         }
         if (hd->type == NGHTTP2_HEADERS && !self.may_open_or_continue(hd->stream_id)) return NGHTTP2_ERR_CALLBACK_FAILURE;
         return 0;
@@ -48,13 +50,13 @@ struct Http2Session::Callbacks {
         try {
             auto made = std::make_unique<Http2Stream>(frame->hd.stream_id);
             Http2Stream* s = made.get();
+            s->last_in = s->last_out = coarse_now_ms();
             self.streams_.emplace(s->id, std::move(made));
             nghttp2_session_set_stream_user_data(session, s->id, s);
         } catch (const std::bad_alloc&) {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // this stream is reset, the others go on
         }
         self.last_stream_ = coarse_now_ms();
-        self.opened_[self.opened_count_++ % self.opened_.size()] = frame->hd.stream_id;
         if (self.loop_.slot) bump(self.loop_.slot->h2_streams);
         return 0;
     }
@@ -64,6 +66,7 @@ struct Http2Session::Callbacks {
         Http2Session& self = of(user);
         Http2Stream* s = self.stream(frame->hd.stream_id);
         if (!s) return 0;
+        s->last_in = coarse_now_ms();
         if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) self.add_header(*s, name, value);
         // Trailers are read and dropped: HTTP/1's parser drops a chunked body's trailers too.
         return 0;
@@ -72,8 +75,10 @@ struct Http2Session::Callbacks {
     static int data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data,
                           std::size_t length, void* user) {
         Http2Session& self = of(user);
-        if (Http2Stream* s = self.stream(stream_id))
+        if (Http2Stream* s = self.stream(stream_id)) {
+            s->last_in = coarse_now_ms();
             self.add_body(*s, {reinterpret_cast<const char*>(data), length});
+        }
         return 0;
     }
 
@@ -81,9 +86,7 @@ struct Http2Session::Callbacks {
         Http2Session& self = of(user);
         const bool ends_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
         switch (frame->hd.type) {
-        case NGHTTP2_HEADERS:
-            self.block_bytes_ = self.block_frames_ = 0;  // END_HEADERS: the block is whole
-            [[fallthrough]];
+        case NGHTTP2_HEADERS: [[fallthrough]];
         case NGHTTP2_DATA:
             if (frame->hd.type == NGHTTP2_DATA && frame->hd.length == 0 && !ends_stream && !self.spend_idle_frame())
                 return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -152,6 +155,9 @@ std::shared_ptr<Http2Session> Http2Session::take_over(Connection& from, std::str
     next->start();
     if (!first_bytes.empty()) next->process(first_bytes);
     next->read_more();  // the wait holds the session from here on
+    // The loop began draining before the first bytes said HTTP/2: what they asked is answered,
+    // and nothing more is taken.
+    if (next->loop_.draining) next->on_drain();
     return next;
 }
 
@@ -281,7 +287,10 @@ void Http2Session::send_frames() {
         if (written.progress == OutputQueue::Progress::would_block) {
             out.clear();
             writing_ = true;
-            if (!transport_.wait_writable(*this)) close();
+            if (!transport_.wait_writable(*this)) {
+                close();  // may free this session: nothing follows
+                return;
+            }
             report_stream_room();
             return;
         }

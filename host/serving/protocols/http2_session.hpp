@@ -114,10 +114,14 @@ private:
     void give_up_waiting(Http2Stream& s, const char* why);
     /// A streamed answer is cut (it idled, or ignored back-pressure): its handler hears `reason`, the stream is reset.
     void cut_stream(Http2Stream& s, const char* why, int reason);
+    /// A stream past one of its timeouts is reset (CANCEL), the others go on.
+    void reset_stalled(Http2Stream& s, const char* why);
     /// Tells every streamed answer how much of it still waits here.
     void report_stream_room();
 
     // Limits (http2_session_limits.cpp).
+    /// Adds what the time since the last refill earned to both budgets.
+    void refill_budgets();
     /// A frame that costs work and answers nothing; false when the client is past its budget.
     bool spend_idle_frame();
     /// The client reset a stream; false when it does so too fast.

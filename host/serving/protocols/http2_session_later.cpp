@@ -133,10 +133,11 @@ void Http2Session::more_stream_bytes(Http2Stream& s, std::string&& bytes) {
     }
     if (s.sent == s.response.size()) {
         s.response = std::move(bytes);
-        s.sent = 0;
     } else {
+        s.response.erase(0, s.sent);  // what went out already: only what waits is kept
         s.response.append(bytes);
     }
+    s.sent = 0;
     if (s.data_deferred) {
         s.data_deferred = false;
         nghttp2_session_resume_data(session_, s.id);

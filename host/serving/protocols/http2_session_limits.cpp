@@ -18,11 +18,7 @@ constexpr std::uint32_t kLingerS = 2;
 }  // namespace
 
 bool Http2Session::spend_idle_frame() {
-    const std::uint32_t now = coarse_now_ms();
-    const double seconds = double(now - tokens_at_) / 1000;
-    tokens_at_ = now;
-    idle_frame_tokens_ = std::min(kIdleFrameBurst, idle_frame_tokens_ + seconds * kIdleFramesPerSecond);
-    reset_tokens_ = std::min(kResetBurst, reset_tokens_ + seconds * kResetsPerSecond);
+    refill_budgets();
     if (idle_frame_tokens_ < 1) {
         cut_for_ = H2Goaway::flood;
         return false;
@@ -31,10 +27,16 @@ bool Http2Session::spend_idle_frame() {
     return true;
 }
 
+void Http2Session::refill_budgets() {
+    const std::uint32_t now = coarse_now_ms();
+    const double seconds = double(now - tokens_at_) / 1000;
+    tokens_at_ = now;
+    idle_frame_tokens_ = std::min(kIdleFrameBurst, idle_frame_tokens_ + seconds * kIdleFramesPerSecond);
+    reset_tokens_ = std::min(kResetBurst, reset_tokens_ + seconds * kResetsPerSecond);
+}
+
 bool Http2Session::spend_reset() {
-    // Refilled with the other budget (spend_idle_frame), which it then gives back.
-    spend_idle_frame();
-    idle_frame_tokens_ = std::min(kIdleFrameBurst, idle_frame_tokens_ + 1);
+    refill_budgets();
     if (reset_tokens_ < 1) {
         cut_for_ = H2Goaway::rapid_reset;
         return false;
@@ -56,9 +58,13 @@ bool Http2Session::header_block_frame(std::size_t length, bool first) {
 }
 
 bool Http2Session::may_open_or_continue(std::int32_t id) {
-    if (opened_count_ == 0 || streams_.count(id)) return true;
-    const std::int32_t newest = opened_[(opened_count_ - 1) % opened_.size()];
-    if (id > newest) return true;  // a new stream
+    // The ring holds the ids of HEADERS received (opened, refused or reset), not only of streams opened.
+    const std::int32_t newest = opened_count_ ? opened_[(opened_count_ - 1) % opened_.size()] : 0;
+    if (id > newest) {
+        opened_[opened_count_++ % opened_.size()] = id;
+        return true;  // a new stream
+    }
+    if (streams_.count(id)) return true;
     // Trailers may still come for a stream closed lately; an id older than the ring remembers is
     // left to nghttp2, which ignores it.
     const std::size_t remembered = std::min(opened_count_, opened_.size());
@@ -100,19 +106,28 @@ void Http2Session::on_tick(std::uint32_t now) {
         send_frames();
         return;
     }
-    bool arriving = block_frames_ > 0;  // a header block, or a request body, is on its way
-    bool window_shut = false;           // bytes wait for a window the client keeps shut
-    const std::int32_t connection_window = nghttp2_session_get_remote_window_size(session_);
+    // Each stream is timed on its own (a live sibling keeps none alive); the connection only
+    // for what is the connection's: a header block in progress, its own window, idleness.
+    bool connection_window_shut = false;
+    const bool connection_window_open = nghttp2_session_get_remote_window_size(session_) > 0;
     for (auto& [id, s] : streams_) {
-        if (!s->request_complete && !s->head_submitted) arriving = true;
-        if (s->head_submitted && (s->sent < s->response.size() || s->file.is_open()) &&
-            (connection_window <= 0 || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0))
-            window_shut = true;
+        const bool data_waits = s->head_submitted && (s->sent < s->response.size() || s->file.is_open());
+        if (!s->request_complete && !s->head_submitted && s->refused == Http2Stream::Refusal::none) {
+            if (passed(s->last_in, config.header_timeout_s)) reset_stalled(*s, "request stopped arriving for --header-timeout");
+            continue;
+        }
+        if (data_waits && !connection_window_open) connection_window_shut = true;
+        if (data_waits && connection_window_open && nghttp2_session_get_stream_remote_window_size(session_, id) <= 0 &&
+            passed(s->last_out, config.send_timeout_s)) {
+            reset_stalled(*s, "its flow-control window stayed shut for --send-timeout");
+            continue;
+        }
         if (!s->pending) continue;
         std::uint32_t& since = s->waiting_since;
         if (s->pending->streaming()) {
             // The head is out: no 504 any more. A stream that says nothing for so long is reset.
-            since = coarse_later(last_write_, since);
+            // Its last sign of life is kept fresh here, so a stream may live past the stamps' wrap.
+            since = coarse_later(s->last_out, since);
             if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s))
                 cut_stream(*s, "stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
         } else if (s->pending->blocking()) {
@@ -122,16 +137,29 @@ void Http2Session::on_tick(std::uint32_t now) {
             give_up_waiting(*s, "deferred reply not finished within --pending-timeout");
         }
     }
-    if (window_shut && passed(last_data_, config.send_timeout_s)) {
-        spdlog::info("client {}:{}: HTTP/2 flow-control window shut for --send-timeout; GOAWAY", address_, port_);
+    if (connection_window_shut && passed(last_data_, config.send_timeout_s)) {
+        spdlog::info("client {}:{}: HTTP/2 connection window shut for --send-timeout; GOAWAY", address_, port_);
         go_away(H2Goaway::stalled, NGHTTP2_NO_ERROR);
-    } else if (arriving && passed(last_read_, config.header_timeout_s)) {
-        spdlog::info("client {}:{}: HTTP/2 request stopped arriving for --header-timeout; GOAWAY", address_, port_);
+    } else if (block_frames_ > 0 && passed(last_read_, config.header_timeout_s)) {
+        spdlog::info("client {}:{}: HTTP/2 header block stopped arriving for --header-timeout; GOAWAY", address_, port_);
         go_away(H2Goaway::stalled, NGHTTP2_NO_ERROR);
-    } else if (streams_.empty() && !going_away_ && passed(coarse_later(last_stream_, last_write_), config.keepalive_timeout_s)) {
+    } else if (streams_.empty() && !going_away_ &&
+               passed(coarse_later(last_stream_, last_write_), config.keepalive_timeout_s)) {
         go_away(H2Goaway::idle, NGHTTP2_NO_ERROR);
     }
     send_frames();
+}
+
+void Http2Session::reset_stalled(Http2Stream& s, const char* why) {
+    spdlog::info("client {}:{}: HTTP/2 stream {}: {}; reset", address_, port_, s.id, why);
+    if (s.pending && s.pending->streaming()) {
+        cut_stream(s, why, CSP_ABORT_CLIENT_GONE);  // resets it, and tells its handler
+        return;
+    }
+    s.file = StaticFiles::File{};  // its descriptor goes now
+    std::string().swap(s.response);
+    s.sent = 0;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL);
 }
 
 void Http2Session::on_drain() {

@@ -217,6 +217,7 @@ void Http2Session::submit(Http2Stream& s) {
     };
     const int rv = nghttp2_submit_response(session_, s.id, nv_.data(), nv_.size(), has_body ? &provider : nullptr);
     s.head_submitted = true;
+    s.last_out = coarse_now_ms();
     if (rv != 0) {
         spdlog::error("client {}:{}: stream {}: {}", address_, port_, s.id, nghttp2_strerror(rv));
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
@@ -249,6 +250,7 @@ long Http2Session::read_body(Http2Stream& s, std::uint8_t* into, std::size_t roo
         s.file_sent += n;
         if (s.file_sent == s.file.size) s.file = StaticFiles::File{};
     }
+    if (n > 0) s.last_out = coarse_now_ms();
     const bool more = s.sent < s.response.size() || s.file.is_open() || (s.pending && !s.stream_ended);
     if (!more) {
         flags |= NGHTTP2_DATA_FLAG_EOF;

@@ -61,6 +61,8 @@ struct Http2Stream {
     std::size_t file_sent = 0;
     std::shared_ptr<PendingExchange> pending;  ///< the answer comes later (deferred, blocking, streamed)
     std::uint32_t waiting_since = 0;           ///< coarse ms: when the answer began to be owed
+    std::uint32_t last_in = 0;                 ///< coarse ms: the request's last frame (its timeout)
+    std::uint32_t last_out = 0;                ///< coarse ms: the answer's last DATA out (the send timeout)
     std::int64_t began_ns = 0;                 ///< monotonic, for the access log
     bool head_submitted = false;               ///< the HEADERS frame is queued
     bool stream_ended = false;                 ///< a streamed answer is complete: DATA ends with its bytes

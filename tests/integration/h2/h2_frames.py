@@ -786,16 +786,46 @@ def _():
     return flood(frames)
 
 
-@case("attack.zero-window-reader-is-timed-out")
+@case("attack.zero-stream-window-reader-is-timed-out")
 def _():
     # The client sets every stream's window to 0 and asks for a big file: the server can send
-    # no DATA. It must not hold the connection forever (--send-timeout, 2 s in this run).
+    # no DATA. It must not hold the stream (and the file) forever: --send-timeout (2 s in this
+    # run) resets it, and the connection goes on.
     c = Conn(initial_settings=[(S_INITIAL_WINDOW_SIZE, 0)])
+    c.send(c.request(1, path="/big.bin"))
+    started = time.time()
+    got = c.reset_of(1, timeout=8)
+    waited = time.time() - started
+    c.send(c.request(3, path="/csp/hello"))
+    f = c.wait_for(lambda f: f[0] == HEADERS and f[2] == 3, timeout=3)
+    return expect(got == "RST CANCEL" and 1.5 < waited < 8 and f is not None,
+                  "%r after %.1f s, then stream 3 %s" % (got, waited, "answered" if f else "not answered"))
+
+
+@case("attack.zero-connection-window-reader-is-timed-out")
+def _():
+    # Streams may take 1 MiB, but the connection's window (65535 at first) is never opened
+    # again: once it is spent the server can send nothing on any stream. --send-timeout ends
+    # the connection.
+    c = Conn(initial_settings=[(S_INITIAL_WINDOW_SIZE, 1 << 20)])
     c.send(c.request(1, path="/big.bin"))
     started = time.time()
     code = c.goaway(timeout=8)
     waited = time.time() - started
-    return expect((code is not None or c.closed) and waited < 8, "GOAWAY %r after %.1f s" % (code, waited))
+    return expect((code == "NO_ERROR" or c.closed) and 1.5 < waited < 8, "GOAWAY %r after %.1f s" % (code, waited))
+
+
+@case("timeout.stalled-request-is-reset")
+def _():
+    # A request whose body stops coming: its stream is reset after --header-timeout (3 s in
+    # this run), while a sibling on the same connection is answered.
+    c = Conn()
+    c.send(c.request(1, path="/csp/echo", method="POST", end_stream=False) + frame(DATA, 0, 1, b"part"))
+    started = time.time()
+    c.send(c.request(3))
+    got = c.reset_of(1, timeout=8)
+    waited = time.time() - started
+    return expect(got == "RST CANCEL" and 2.5 < waited < 8, "%r after %.1f s" % (got, waited))
 
 
 @case("timeout.idle-connection-gets-goaway")

@@ -31,11 +31,12 @@ TEST(ResponseFields, ReadsWhatAppendResponseWrites) {
 TEST(ResponseFields, DropsEveryConnectionSpecificField) {
     std::string out =
         "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n"
-        "Upgrade: h2c\r\nProxy-Connection: x\r\nVary: Accept-Encoding\r\n\r\n";
+        "Upgrade: h2c\r\nProxy-Connection: x\r\nVary: \t Accept-Encoding \t\r\n\r\n";
     ResponseFields fields;
     ASSERT_TRUE(read_response_head(out, fields));
     ASSERT_EQ(fields.fields.size(), 1u);
     EXPECT_EQ(fields.fields[0].name, "vary");
+    EXPECT_EQ(fields.fields[0].value, "Accept-Encoding");  // RFC 9113 §8.2.1: no whitespace at either end
 }
 
 TEST(ResponseFields, RefusesWhatIsNotAWholeHead) {
