@@ -3,6 +3,7 @@
 #include "serving/protocols/http1_session.hpp"
 
 #include "serving/access_log.hpp"
+#include "serving/exchange/pending_start.hpp"
 #include "serving/loop_context.hpp"
 
 namespace cspd {
@@ -27,17 +28,7 @@ void Http1Session::log_routed(const HttpRequest& request, const Routed& routed, 
 }
 
 void Http1Session::log_pending(PendingExchange& pending, int status, int intended_status) {
-    CallState& call = pending.call();
-    AnswerFacts& facts = pending.access;
-    facts.status = status;
-    facts.intended_status = intended_status;
-    facts.responder = Responder::handler;
-    if (call.version) {
-        facts.handler = call.version->name();
-        facts.handler_hash = call.version->file().content_hash;
-    }
-    facts.request_id = call.view.request_id();
-    loop_.access->add(client(), &call.view.request(), facts);
+    log_pending_answer(loop_, client(), pending, status, intended_status);
 }
 
 void Http1Session::log_refusal(HttpStatus status, std::size_t began) {

@@ -6,9 +6,9 @@
 
 #include "common/clocks.hpp"
 
-#include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/exchange/pending_start.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <spdlog/spdlog.h>
@@ -28,42 +28,19 @@ std::shared_ptr<PendingExchange::Waiter> Http1Session::as_waiter() {
 }
 
 PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    std::shared_ptr<PendingExchange> pending;
-    try {
-        call->view.keep();  // the request must outlive this connection's buffers
-        // The pending holds the connection until it is answered or dropped: an answer is owed to it.
-        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, false,
-                                                as_waiter());
-        pending->hand_to_handler();
-        owe(pending);
-        return pending.get();
-    } catch (const std::bad_alloc&) {
-        if (!call && pending) call = pending->release_call();  // the handler's call answers at once
-        return nullptr;
-    }
+    // The pending holds the connection until it is answered or dropped: an answer is owed to it.
+    std::shared_ptr<PendingExchange> pending = defer_call(loop_, call, frame, as_waiter());
+    if (!pending) return nullptr;
+    PendingReply* reply = pending.get();
+    owe(std::move(pending));
+    return reply;
 }
 
 bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    if (!loop_.blocking) return false;
-    std::shared_ptr<PendingExchange> pending;
-    try {
-        call->view.keep();  // the call may run after this connection is gone
-        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, true,
-                                                as_waiter());
-        const bool queued = loop_.blocking->submit([pending] {
-            if (pending->dropped()) return;  // its client left while it waited for a thread
-            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
-        });
-        if (!queued) {
-            call = pending->release_call();
-            return false;
-        }
-        owe(std::move(pending));
-        return true;
-    } catch (const std::bad_alloc&) {
-        if (!call && pending) call = pending->release_call();
-        return false;
-    }
+    std::shared_ptr<PendingExchange> pending = queue_blocking_call(loop_, call, frame, as_waiter());
+    if (!pending) return false;
+    owe(std::move(pending));
+    return true;
 }
 
 void Http1Session::answered(PendingExchange& pending, std::optional<int> returned) {

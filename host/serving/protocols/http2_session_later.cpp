@@ -7,7 +7,7 @@
 
 #include "common/clocks.hpp"
 #include "serving/access_log.hpp"
-#include "serving/blocking_pool.hpp"
+#include "serving/exchange/pending_start.hpp"
 #include "serving/loop_context.hpp"
 #include "stats/shared_stats.hpp"
 
@@ -22,39 +22,19 @@ std::shared_ptr<PendingExchange::Waiter> Http2Session::as_waiter() {
 
 PendingReply* Http2Session::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!routing_) return nullptr;
-    std::shared_ptr<PendingExchange> pending;
-    try {
-        call->view.keep();  // the request must outlive the stream's buffers
-        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, false, as_waiter());
-        pending->hand_to_handler();
-        owe(*routing_, pending);
-        return pending.get();
-    } catch (const std::bad_alloc&) {
-        if (!call && pending) call = pending->release_call();  // the handler's call answers at once
-        return nullptr;
-    }
+    std::shared_ptr<PendingExchange> pending = defer_call(loop_, call, frame, as_waiter());
+    if (!pending) return nullptr;
+    PendingReply* reply = pending.get();
+    owe(*routing_, std::move(pending));
+    return reply;
 }
 
 bool Http2Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    if (!loop_.blocking || !routing_) return false;
-    std::shared_ptr<PendingExchange> pending;
-    try {
-        call->view.keep();  // the call may run after this connection is gone
-        pending = std::make_shared<PendingExchange>(loop_.io, loop_.inbox, std::move(call), frame, true, as_waiter());
-        const bool queued = loop_.blocking->submit([pending] {
-            if (pending->dropped()) return;  // its client left while it waited for a thread
-            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
-        });
-        if (!queued) {
-            call = pending->release_call();
-            return false;
-        }
-        owe(*routing_, std::move(pending));
-        return true;
-    } catch (const std::bad_alloc&) {
-        if (!call && pending) call = pending->release_call();
-        return false;
-    }
+    if (!routing_) return false;
+    std::shared_ptr<PendingExchange> pending = queue_blocking_call(loop_, call, frame, as_waiter());
+    if (!pending) return false;
+    owe(*routing_, std::move(pending));
+    return true;
 }
 
 void Http2Session::owe(Http2Stream& s, std::shared_ptr<PendingExchange> pending) {
@@ -205,17 +185,7 @@ void Http2Session::log_answer(Http2Stream& s, const Routed* routed, int status) 
         loop_.access->add(client(), &request, facts);
         return;
     }
-    if (!s.pending) return;
-    CallState& call = s.pending->call();
-    AnswerFacts& facts = s.pending->access;
-    facts.status = status;
-    facts.responder = Responder::handler;
-    if (call.version) {
-        facts.handler = call.version->name();
-        facts.handler_hash = call.version->file().content_hash;
-    }
-    facts.request_id = call.view.request_id();
-    loop_.access->add(client(), &call.view.request(), facts);
+    if (s.pending) log_pending_answer(loop_, client(), *s.pending, status);
 }
 
 }  // namespace cspd

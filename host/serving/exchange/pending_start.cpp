@@ -1,0 +1,62 @@
+#include "serving/exchange/pending_start.hpp"
+
+#include "serving/access_log.hpp"
+#include "serving/blocking_pool.hpp"
+#include "serving/loop_context.hpp"
+
+#include <new>
+
+namespace cspd {
+
+std::shared_ptr<PendingExchange> defer_call(LoopContext& loop, std::unique_ptr<CallState>& call,
+                                            const ResponseFrame& frame,
+                                            std::shared_ptr<PendingExchange::Waiter> waiter) noexcept {
+    std::shared_ptr<PendingExchange> pending;
+    try {
+        call->view.keep();  // the request must outlive the connection's buffers
+        pending = std::make_shared<PendingExchange>(loop.io, loop.inbox, std::move(call), frame, false, std::move(waiter));
+        pending->hand_to_handler();
+        return pending;
+    } catch (const std::bad_alloc&) {
+        if (!call && pending) call = pending->release_call();  // the handler's call answers at once
+        return nullptr;
+    }
+}
+
+std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::unique_ptr<CallState>& call,
+                                                     const ResponseFrame& frame,
+                                                     std::shared_ptr<PendingExchange::Waiter> waiter) noexcept {
+    if (!loop.blocking) return nullptr;
+    std::shared_ptr<PendingExchange> pending;
+    try {
+        call->view.keep();  // the call may run after the connection is gone
+        pending = std::make_shared<PendingExchange>(loop.io, loop.inbox, std::move(call), frame, true, std::move(waiter));
+        const bool queued = loop.blocking->submit([pending] {
+            if (pending->dropped()) return;  // its client left while it waited for a thread
+            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
+        });
+        if (queued) return pending;
+        call = pending->release_call();
+        return nullptr;
+    } catch (const std::bad_alloc&) {
+        if (!call && pending) call = pending->release_call();
+        return nullptr;
+    }
+}
+
+void log_pending_answer(LoopContext& loop, const ClientInfo& client, PendingExchange& pending, int status,
+                        int intended_status) {
+    CallState& call = pending.call();
+    AnswerFacts& facts = pending.access;
+    facts.status = status;
+    facts.intended_status = intended_status;
+    facts.responder = Responder::handler;
+    if (call.version) {
+        facts.handler = call.version->name();
+        facts.handler_hash = call.version->file().content_hash;
+    }
+    facts.request_id = call.view.request_id();
+    loop.access->add(client, &call.view.request(), facts);
+}
+
+}  // namespace cspd
