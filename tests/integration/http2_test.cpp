@@ -39,7 +39,9 @@ protected:
     void start(std::vector<std::string> more = {}) {
         std::vector<std::string> args = {"--workers",       "1", "--tls-port", "0", "--tls-self-signed",
                                          "--h2-max-streams", "8", "--send-timeout", "2", "--keepalive-timeout", "2",
-                                         "--header-timeout", "3"};
+                                         "--header-timeout", "3",
+                                         // Bodies past 100 KB go to a file, as HTTP/1's do (the uploads below).
+                                         "--body-memory", "100000"};
         args.insert(args.end(), more.begin(), more.end());
         server_.emplace(args, false);
         for (const char* name : {"hello.so", "xpng.so"})
@@ -123,6 +125,13 @@ TEST_F(Http2, RealClientsGetWhatHttp1ClientsGet) {
     EXPECT_EQ(curl("--http2-prior-knowledge -r 10-19 -o /dev/null -w '%{http_code} %{size_download}' " + plain +
                    "/big.bin"),
               "206 10");
+    const std::string head = curl("--http2-prior-knowledge -D - -o /dev/null " + plain + "/big.bin");
+    const std::size_t etag = head.find("etag: ");
+    ASSERT_NE(etag, std::string::npos) << head;
+    const std::string tag = head.substr(etag + 6, head.find('\r', etag) - etag - 6);
+    EXPECT_EQ(curl("--http2-prior-knowledge -o /dev/null -w '%{http_code}' -H 'If-None-Match: " + tag + "' " + plain +
+                   "/big.bin"),
+              "304");
     // nghttp: several requests on one connection (-n: bodies dropped; -s: one line per stream).
     const std::string nghttp = run_command("nghttp -ns " + plain + "/csp/hello " + plain + "/csp/xpng " + plain +
                                            "/csp/later/timer 2>&1");
@@ -130,7 +139,7 @@ TEST_F(Http2, RealClientsGetWhatHttp1ClientsGet) {
     EXPECT_NE(nghttp.find("/csp/later/timer"), std::string::npos) << nghttp;
     const std::string nghttp_tls = run_command("nghttp -nv " + secure + "/csp/hello 2>&1");
     EXPECT_NE(nghttp_tls.find(":status: 200"), std::string::npos) << nghttp_tls;
-    // Node's http2 module, over TLS, with an upload.
+    // Node's http2 module, over TLS, with an upload (past --body-memory: spilled to a file).
     const std::string node = run_command(
         "node -e \"const h=require('http2');const c=h.connect('" + secure +
         "',{rejectUnauthorized:false});const r=c.request({':method':'POST',':path':'/csp/echo'});"
