@@ -66,9 +66,10 @@ public:
     void close() override;
 
 private:
-    /// nghttp2's callbacks, with this session as their user data (http2_session.cpp).
+    /// nghttp2's callbacks, with this session as their user data (http2_session_engine.cpp).
     struct Callbacks;
 
+    /// nghttp2 with our settings and limits, and our SETTINGS queued (http2_session_engine.cpp).
     bool set_up();
     /// Feeds bytes read to nghttp2, routes what completed, sends what is owed.
     void process(std::string_view input);
