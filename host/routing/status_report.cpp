@@ -118,11 +118,6 @@ std::string hex(std::uint64_t value) {
     return text;
 }
 
-/// Label values are handler names ([A-Za-z0-9_-]); escaped anyway, as the format requires.
-}  // namespace
-
-namespace {
-
 /// One sample per handler of a counter or gauge kept in HandlerSummary.
 void per_handler(std::string& out, const Summary& sum, const char* name, const char* type, const char* help,
                  std::uint64_t (*value)(const HandlerSummary&)) {
