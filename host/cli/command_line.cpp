@@ -126,6 +126,23 @@ void add_tls_options(CLI::App& app, Config& config, Readings& read) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000u))
         ->group(group);
+    app.add_option("--ws-max-message", config.ws_max_message,
+                   "a WebSocket message (reassembled, or published) may be this many bytes; past it the "
+                   "conversation is closed with 1009")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(1), std::size_t(1) << 30))
+        ->group(group);
+    app.add_option("--ws-ping-interval", config.ws_ping_interval_s,
+                   "a WebSocket peer that sent nothing this long is pinged, and closed if it sends nothing for "
+                   "as long again, s (0: no pings)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 86400u))
+        ->group(group);
+    app.add_option("--ws-idle-timeout", config.ws_idle_timeout_s,
+                   "a WebSocket peer that sent nothing (not even a pong) this long is closed with 1001, s (0: never)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 20u * 86400u))
+        ->group(group);
     app.add_flag("--https-redirect", config.https_redirect,
                  "the plain port answers 308 to the same URL over HTTPS (the /-/ probes excepted)")
         ->needs(tls_port)

@@ -2,6 +2,7 @@
 
 #include "common/ascii.hpp"
 #include "handler/sdk_toolkit.hpp"
+#include "handler/sdk_websocket.hpp"
 #include "http/status.hpp"
 #include "http/uri.hpp"
 
@@ -169,7 +170,11 @@ const csp_host_api& host_api() {
                                   &ToolkitApi::cookie, &ToolkitApi::request_id, &ToolkitApi::log,
                                   &ToolkitApi::kv_get, &ToolkitApi::kv_put, &ToolkitApi::kv_delete,
                                   &ToolkitApi::kv_add, &ToolkitApi::reply_cache, &ToolkitApi::reply_cache_vary,
-                                  &ToolkitApi::config, &ToolkitApi::config_at, &ToolkitApi::init_log};
+                                  &ToolkitApi::config, &ToolkitApi::config_at, &ToolkitApi::init_log,
+                                  // 2.4
+                                  &WebSocketApi::accept, &WebSocketApi::refuse, &WebSocketApi::send,
+                                  &WebSocketApi::close, &WebSocketApi::subscribe, &WebSocketApi::unsubscribe,
+                                  &WebSocketApi::publish};
     return api;
 }
 
@@ -181,6 +186,8 @@ const abi1::host_api& host_api_v1() {
 
 PendingReply::PendingReply() noexcept : handle_{&host_api(), this}, stream_handle_{&host_api(), this} {}
 
+WebSocketChannel::WebSocketChannel() noexcept : handle_{&host_api(), this} {}
+
 HandlerReply::HandlerReply() {
     reply_.host = this;
     reset();
@@ -191,6 +198,9 @@ void HandlerReply::reset(HandlerAbi abi) {
     reply_.api = abi == HandlerAbi::v1 ? reinterpret_cast<const csp_host_api*>(&host_api_v1()) : &host_api();
     pending_source_ = nullptr;
     pending_ = nullptr;
+    websocket_source_ = nullptr;
+    websocket_ = nullptr;
+    websocket_protocol_.clear();
     // No buffer until the first append: a deferred reply that waits holds none. A loop's reply
     // keeps what it grew to (up to kKeepCapacity), so the request path allocates only once.
     if (buffer_.size() > kKeepCapacity) std::string().swap(buffer_);

@@ -6,6 +6,7 @@
 
 #include "handler/abi_v1.hpp"
 #include "handler/pending.hpp"
+#include "handler/websocket_channel.hpp"
 #include "handler/version.hpp"
 #include "http/request.hpp"
 #include "http/request_id.hpp"
@@ -35,6 +36,11 @@ public:
     void set_pending_source(PendingReply::Source* source) { pending_source_ = source; }
     /// The deferred reply this reply now belongs to: csp_reply_stream turns it into a stream.
     void set_pending(PendingReply* pending) { pending_ = pending; }
+    /// Where this call's csp_ws_accept goes (null: it returns NULL). Cleared by reset().
+    void set_websocket_source(WebSocketChannel::Source* source) { websocket_source_ = source; }
+    /// The WebSocket the handler accepted during this call, or null; and the subprotocol it chose.
+    WebSocketChannel* websocket() const { return websocket_; }
+    std::string_view websocket_protocol() const { return websocket_protocol_; }
 
     csp_reply* raw() { return &reply_; }
     std::string_view body() const { return {reply_.data, reply_.size}; }
@@ -54,6 +60,7 @@ public:
 private:
     friend struct HostApi;
     friend struct ToolkitApi;
+    friend struct WebSocketApi;
     std::string buffer_;  // reply_.data points into it
     unsigned cache_seconds_ = 0;
     std::vector<std::string> cache_vary_;
@@ -61,6 +68,9 @@ private:
     std::string extra_headers_;
     PendingReply::Source* pending_source_ = nullptr;
     PendingReply* pending_ = nullptr;
+    WebSocketChannel::Source* websocket_source_ = nullptr;
+    WebSocketChannel* websocket_ = nullptr;
+    std::string websocket_protocol_;
     csp_reply reply_{};
 };
 
@@ -108,6 +118,7 @@ public:
 private:
     friend struct HostApi;
     friend struct ToolkitApi;
+    friend struct WebSocketApi;
     struct Kept;
     const HttpRequest* request_ = nullptr;
     const HandlerVersion* version_ = nullptr;

@@ -11,6 +11,7 @@ namespace cspd {
 /// Any code 100..599 is a valid value; these are the ones the host sends on its own.
 enum class HttpStatus : std::uint16_t {
     continue_ = 100,
+    switching_protocols = 101,
     ok = 200,
     partial_content = 206,
     moved_permanently = 301,

@@ -18,6 +18,9 @@ struct Config {
     bool https_redirect = false;             ///< the plain port answers 308 to https://
     bool http2 = true;                       ///< h2 by ALPN on --tls-port, h2c by prior knowledge on --port
     unsigned h2_max_streams = 128;           ///< concurrent streams one HTTP/2 connection may open
+    std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it is refused (close 1009)
+    unsigned ws_ping_interval_s = 30;          ///< a WebSocket silent this long is pinged (0: never)
+    unsigned ws_idle_timeout_s = 300;          ///< a WebSocket peer silent this long is closed (0: never)
     std::string user;                        ///< --user: workers' account when started as root (empty: nobody)
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files

@@ -17,6 +17,7 @@
 #include "routing/tls_status.hpp"
 #include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
+#include "serving/exchange/topic_board.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
@@ -47,7 +48,8 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
     options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
                           config.body_memory_bytes, config.upload_dir,      config.min_body_rate,
-                          config.send_timeout_s,    config.http2,           config.h2_max_streams};
+                          config.send_timeout_s,    config.http2,           config.h2_max_streams,
+                          config.ws_max_message,    config.ws_ping_interval_s, config.ws_idle_timeout_s};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
                        config.static_max_age_s, config.slow_call_warn_ms,
@@ -148,6 +150,9 @@ private:
         Config with_port = config_;
         with_port.tls_port = config_.tls_port ? std::optional<unsigned short>(tls_port_) : std::nullopt;
         const LoopOptions options = loop_options(with_port, access_log_.get(), role_ ? role_->index : 0);
+        // csp_publish reaches this process's topics from any thread.
+        TopicBoard::instance().set_max_message(config_.ws_max_message);
+        Publisher::set_current(&TopicBoard::instance());
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);

@@ -5,6 +5,7 @@
 #include "common/cycle_clock.hpp"
 #include "routing/handler_preconditions.hpp"
 #include "stats/shared_stats.hpp"
+#include "websocket/handshake.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -102,6 +103,12 @@ PendingReply* HandlerCall::Hook::defer() noexcept {
     return call.pending_->adopt(call.current_, call.frame_);
 }
 
+WebSocketChannel* HandlerCall::Hook::accept_websocket(const csp_ws_callbacks& callbacks) noexcept {
+    HandlerCall& call = *self;
+    if (!call.pending_ || !call.current_) return nullptr;
+    return call.pending_->accept_websocket(callbacks, call.entry_->version, call.current_->stats);
+}
+
 CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view path_info,
                              std::string_view query, PendingCalls* pending, CallStatus& status) {
     const HandlerVersion& handler = *entry.version;
@@ -125,6 +132,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     pending_ = pending;
     frame_ = frame;
     call.reply.set_pending_source(pending ? &hook_ : nullptr);
+    call.reply.set_websocket_source(pending ? &hook_ : nullptr);
     std::optional<int> returned;
     std::uint64_t elapsed_ns = 0;
     try {
@@ -147,8 +155,25 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
         return CallOutcome::pending;
     }
     call.reply.set_pending_source(nullptr);
+    call.reply.set_websocket_source(nullptr);
+    if (call.reply.websocket()) {
+        status = accepted_websocket(call, handler, returned, exchange);
+        return CallOutcome::answered;
+    }
     status = answer(call, handler, returned, frame, exchange.date(), exchange.out());
     return CallOutcome::answered;
+}
+
+CallStatus HandlerCall::accepted_websocket(CallState& call, const HandlerVersion& handler,
+                                           const std::optional<int>& returned, Exchange& exchange) {
+    // The conversation is the session's already: whatever the handler returned, the 101 goes.
+    if (returned != CSP_WS_ACCEPTED)
+        spdlog::warn("handler {}: accepted a WebSocket but returned {}; the 101 is sent all the same",
+                     handler.describe(), returned ? std::to_string(*returned) : "by throwing");
+    if (call.stats) bump(call.stats->requests[status_class(101)]);
+    ws::append_accept(exchange.out(), exchange.request, call.reply.websocket_protocol(), {},
+                      call.reply.extra_headers());
+    return {HttpStatus::switching_protocols, HttpStatus::switching_protocols};
 }
 
 CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,

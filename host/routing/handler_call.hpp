@@ -43,6 +43,15 @@ public:
     /// A blocking handler's call: run it off the loop and answer later (taking `call` over);
     /// false when every thread is busy and the queue is full.
     virtual bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept = 0;
+    /// The handler accepts its request as a WebSocket (csp_ws_accept): the conversation that
+    /// follows the 101, pinning `version` and counted in `stats`; null where the protocol cannot
+    /// carry one (the handler then answers as usual).
+    virtual WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks,
+                                               std::shared_ptr<const HandlerVersion> version,
+                                               HandlerStats* stats) noexcept {
+        (void)callbacks, (void)version, (void)stats;
+        return nullptr;
+    }
 
 protected:
     ~PendingCalls() = default;
@@ -80,11 +89,15 @@ public:
     const CallState* answered() const { return current_.get(); }
 
 private:
+    /// Appends the 101 for the WebSocket the handler accepted.
+    static CallStatus accepted_websocket(CallState& call, const HandlerVersion& handler,
+                                         const std::optional<int>& returned, Exchange& exchange);
     void held_the_loop(const HandlerVersion& handler, HandlerStats* stats, std::uint64_t elapsed_ns);
 
-    struct Hook final : PendingReply::Source {
+    struct Hook final : PendingReply::Source, WebSocketChannel::Source {
         HandlerCall* self = nullptr;
         PendingReply* defer() noexcept override;
+        WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks) noexcept override;
     };
 
     LoopSlot* slot_ = nullptr;

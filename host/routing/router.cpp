@@ -179,7 +179,8 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     CallStatus status;
     switch (call_.run(*handler, exchange, path_info, query, exchange.pending, status)) {
     case CallOutcome::answered:
-        if (cacheable) remember(*call_.answered(), *handler->version, status.returned);
+        if (cacheable && status.sent != HttpStatus::switching_protocols)
+            remember(*call_.answered(), *handler->version, status.returned);
         return status.sent;
     case CallOutcome::pending:
         routed.pending = true;

@@ -38,6 +38,9 @@ struct ConnectionLimits {
     unsigned send_timeout_s = 30;
     bool http2 = true;              ///< h2c by prior knowledge is served (h2 by ALPN is the TLS contexts')
     unsigned h2_max_streams = 128;  ///< SETTINGS_MAX_CONCURRENT_STREAMS
+    std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it: close 1009
+    unsigned ws_ping_interval_s = 30;          ///< a WebSocket that read nothing this long is pinged (0: never)
+    unsigned ws_idle_timeout_s = 300;          ///< a WebSocket that read nothing this long is closed (0: never)
 };
 
 class AccessLines;

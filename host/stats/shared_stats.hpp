@@ -6,6 +6,7 @@
 #pragma once
 
 #include "stats/http2_counters.hpp"
+#include "stats/websocket_counters.hpp"
 #include "stats/tls_counters.hpp"
 
 #include "common/crash_context.hpp"
@@ -126,6 +127,11 @@ struct LoopSlot {
     Counter h2_resets_received;    // RST_STREAM from clients
     Counter h2_resets_sent[kH2ErrorCodes];  // RST_STREAM we sent, by error code
     Counter h2_goaways[std::size_t(H2Goaway::count)];  // GOAWAY we sent, by reason
+    Counter ws_opened, ws_closed;            // WebSocket conversations begun and ended (open: the difference)
+    Counter ws_messages_in, ws_messages_out;  // whole messages, both ways (out: publishes included)
+    Counter ws_bytes_in, ws_bytes_out;       // on the wire, frames and all
+    Counter ws_closes[kWsCloseKinds];        // conversations ended, by how (kWsCloseNames)
+    Counter ws_delivered;                    // published messages taken to a subscriber (the fan-out)
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
 
     std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }

@@ -134,6 +134,21 @@ TEST_F(Streams, ForHeadTellAHandlerBuiltBefore23TheReasonItKnows) {
     }, 5s)) << fetch(server.port(), "/csp/old_stream/stats").value_or(HttpResponse{}).body << server.log();
 }
 
+TEST_F(Streams, ForHeadTellAHandlerBuiltAgainst23NoBodyOnThisHost) {
+    install_by_rename(test_handler("abi2_3/stream.so"), server.handlers() / "stream23.so");
+    ASSERT_TRUE(server.wait_for_log("handler stream23: loaded"));
+    HttpClient client(server.port(), 5s);
+    client.send("HEAD /csp/stream23/forever HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(client.read_response(true));
+    auto next = client.get("/csp/stream23/prefix");
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->body, "prefix\nbody\n");
+    EXPECT_TRUE(eventually([&] {
+        return fetch(server.port(), "/csp/stream23/stats").value_or(HttpResponse{}).body.find("gone=0 timeout=0 draining=0 no_body=1") !=
+               std::string::npos;
+    }, 5s)) << fetch(server.port(), "/csp/stream23/stats").value_or(HttpResponse{}).body << server.log();
+}
+
 TEST_F(Streams, AreWrittenFromATimerAThreadAndAfterADeferral) {
     EXPECT_EQ(fetch(server.port(), "/csp/stream/timer?n=3")->body, "tick 3\ntick 2\ntick 1\n");
     std::string lines;

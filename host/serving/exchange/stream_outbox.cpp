@@ -53,6 +53,10 @@ StreamOutbox::Result StreamOutbox::write(std::string_view bytes, bool may_wait) 
     return put(bytes.size(), may_wait, [bytes](std::string& out) { out.append(bytes); });
 }
 
+StreamOutbox::Result StreamOutbox::write_parts(std::string_view head, std::string_view body, bool may_wait) {
+    return put(head.size() + body.size(), may_wait, [head, body](std::string& out) { out.append(head).append(body); });
+}
+
 StreamOutbox::Result StreamOutbox::event(std::string_view event, std::string_view data, bool may_wait) {
     std::size_t size = event.empty() ? 0 : 7 + event.size() + 1;  // "event: " NAME "\n"
     for_each_line(data, [&](std::string_view line) { size += 6 + line.size() + 1; });  // "data: " LINE "\n"
@@ -70,6 +74,17 @@ StreamOutbox::Result StreamOutbox::end() {
     ended_ = true;
     room_.notify_all();  // a second writer waiting for room gives up
     if (framing_ == Framing::chunked) bytes_.append(kLastChunk);
+    Result result{0};
+    if (!poke_pending_) poke_pending_ = result.poke = true;
+    return result;
+}
+
+StreamOutbox::Result StreamOutbox::end_with(std::string_view last) {
+    std::lock_guard lock(mutex_);
+    if (closed_ || ended_) return {-1};
+    ended_ = true;
+    room_.notify_all();
+    bytes_.append(last);
     Result result{0};
     if (!poke_pending_) poke_pending_ = result.poke = true;
     return result;

@@ -34,6 +34,10 @@ public:
 
     /// Appends `bytes` as one piece of the body; `may_wait`: off an event loop, wait for room.
     Result write(std::string_view bytes, bool may_wait);
+    /// Appends `head` and `body` as one piece (a WebSocket frame: nothing comes between them).
+    Result write_parts(std::string_view head, std::string_view body, bool may_wait);
+    /// Appends `last` (a WebSocket close frame) and ends: later writes are refused.
+    Result end_with(std::string_view last);
     /// Appends one server-sent event (`event` holds no line break; empty: no event line).
     Result event(std::string_view event, std::string_view data, bool may_wait);
     /// Appends the end of the body (the last chunk); later writes are refused.

@@ -7,6 +7,7 @@
 #include "serving/loop_context.hpp"
 #include "serving/exchange/pending_exchange.hpp"
 #include "serving/protocols/http2_session.hpp"
+#include "serving/protocols/websocket_session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -101,6 +102,10 @@ void Http1Session::process(std::string_view input) {
     }
     const bool was_mid_request = work_->parser.mid_request();
     HttpParser::Status status = work_->parser.feed(input, *this);
+    if (work_->upgrade) {
+        hand_over_to_websocket(input.substr(work_->parser.consumed()));
+        return;
+    }
     if (status == HttpParser::Status::paused) {
         // Output is at its high-water mark: keep the rest until it has been written.
         work_->pending_input.assign(input.substr(work_->parser.consumed()));
@@ -120,6 +125,31 @@ void Http1Session::hand_over_to_http2(std::string_view first_bytes) {
     state_ = State::closed;  // done: its transport is the HTTP/2 session's now
     if (!Http2Session::take_over(*this, first_bytes)) {
         spdlog::error("client {}:{}: no memory for an HTTP/2 session; closing", address_, port_);
+        transport_.close();
+    }
+    release_buffer();  // after: `first_bytes` were in it
+}
+
+WebSocketChannel* Http1Session::accept_websocket(const csp_ws_callbacks& callbacks,
+                                                std::shared_ptr<const HandlerVersion> version,
+                                                HandlerStats* stats) noexcept {
+    if (!work_ || work_->upgrade || lane_ == Lane::probe_reserve || loop_.draining) return nullptr;
+    try {
+        work_->upgrade = std::make_shared<WebSocketLink>(loop_.inbox, callbacks, std::move(version), stats);
+    } catch (const std::bad_alloc&) {
+        return nullptr;
+    }
+    return work_->upgrade.get();
+}
+
+void Http1Session::hand_over_to_websocket(std::string_view first_bytes) {
+    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
+    state_ = State::closed;  // done: its transport is the WebSocket's now
+    OutputQueue queued = std::move(work_->queued);
+    queued.append(loop_.output);  // the 101, behind anything still queued before it
+    loop_.output.clear();
+    if (!WebSocketSession::take_over(*this, std::move(work_->upgrade), std::move(queued), first_bytes)) {
+        spdlog::error("client {}:{}: no memory for a WebSocket session; closing", address_, port_);
         transport_.close();
     }
     release_buffer();  // after: `first_bytes` were in it
@@ -164,6 +194,7 @@ SinkAction Http1Session::on_request(const HttpRequest& request) {
         return close_after_answer_ ? SinkAction::stop : SinkAction::pause;
     }
     if (loop_.access) log_routed(request, routed, answer_began, routed.body_file.size, began_ns);
+    if (work_->upgrade) return SinkAction::stop;  // the connection is the WebSocket's from here on
     if (routed.body_file.is_open()) {
         // What is in the output so far goes first, then the file; later responses queue behind them.
         work_->queued.append_file(out, std::move(routed.body_file));

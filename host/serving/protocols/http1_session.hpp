@@ -25,6 +25,7 @@
 #include "serving/buffer_pool.hpp"
 #include "serving/connection.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/exchange/websocket_link.hpp"
 #include "serving/transport/output_queue.hpp"
 
 #include <cstdint>
@@ -72,6 +73,8 @@ private:
     void on_continue_expected() override;
     PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
+    WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks, std::shared_ptr<const HandlerVersion> version,
+                                       HandlerStats* stats) noexcept override;
     /// The answer came (on the loop): send it and go on with what was read behind it.
     void answered(PendingExchange& pending, std::optional<int> returned) override;
     /// A stream's bytes wait: send them (or queue them behind a write that waits).
@@ -118,6 +121,9 @@ private:
     void process(std::string_view input);
     /// The client speaks HTTP/2: an Http2Session takes the connection over, `first_bytes` first.
     void hand_over_to_http2(std::string_view first_bytes);
+    /// The handler accepted a WebSocket: once the 101 is queued, a WebSocketSession takes the
+    /// connection over, `first_bytes` (frames sent right behind the handshake) first.
+    void hand_over_to_websocket(std::string_view first_bytes);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
     /// Makes the Work a parked session gave back; false (closed) if there is no memory.
@@ -155,6 +161,7 @@ private:
         std::uint32_t body_window_ms = 0;
         std::size_t body_window_bytes = 0;
         bool body_window_open = false;
+        std::shared_ptr<WebSocketLink> upgrade;  // the WebSocket the last request's handler accepted
     };
     struct ReleaseWork {
         void operator()(Work* work) const noexcept;

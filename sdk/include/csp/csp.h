@@ -8,7 +8,8 @@
  * Versions: 2.0 added blocking handlers, deferred replies, loop timers and fd watches,
  * and sub-paths; 2.1 added streamed replies (csp_reply_stream); 2.2 added form arguments,
  * iteration over arguments and headers, cookies, request ids, logging and the store shared
- * by all workers. Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * by all workers; 2.3 added CSP_ABORT_NO_BODY and CSP_KV_QUOTA; 2.4 added WebSockets (csp_ws_*)
+ * and topics that reach every worker (csp_publish). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
  * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
@@ -46,7 +47,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 3u
+#define CSP_ABI_MINOR 4u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -66,6 +67,10 @@ typedef struct csp_reply csp_reply;
 typedef struct csp_pending csp_pending;
 /* A reply whose body is sent as it is written (csp_reply_stream). 2.1 */
 typedef struct csp_stream csp_stream;
+
+/* A WebSocket conversation (csp_ws_accept). 2.4 */
+typedef struct csp_ws csp_ws;
+typedef struct csp_ws_callbacks csp_ws_callbacks;
 
 /* csp_stream_write and csp_stream_event on an event loop: the bytes were taken, but the
  * connection now holds more than its high-water mark; write again after csp_stream_on_writable. */
@@ -140,6 +145,15 @@ typedef struct csp_host_api {
     csp_str (*config)(const csp_init_context *ctx, const char *key, size_t key_size);
     int (*config_at)(const csp_init_context *ctx, size_t index, csp_str *key, csp_str *value);
     int (*init_log)(const csp_init_context *ctx, int level, const char *text, size_t size);
+    /* 2.4: WebSockets and topics. */
+    csp_ws *(*ws_accept)(const csp_request *req, csp_reply *reply, const csp_ws_callbacks *callbacks,
+                         const char *protocol, size_t protocol_size);
+    int (*ws_refuse)(const csp_request *req, csp_reply *reply);
+    int (*ws_send)(csp_ws *ws, const void *data, size_t size, int binary);
+    int (*ws_close)(csp_ws *ws, unsigned code, const char *reason, size_t reason_size);
+    int (*ws_subscribe)(csp_ws *ws, const char *topic, size_t topic_size);
+    int (*ws_unsubscribe)(csp_ws *ws, const char *topic, size_t topic_size);
+    int (*publish)(const char *topic, size_t topic_size, const void *data, size_t size, int binary);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -166,6 +180,12 @@ struct csp_pending {
 
 /* A handle on a streamed reply; both fields are the host's (the handle is opaque). 2.1 */
 struct csp_stream {
+    const csp_host_api *api;
+    void *host;
+};
+
+/* A handle on a WebSocket conversation; both fields are the host's (the handle is opaque). 2.4 */
+struct csp_ws {
     const csp_host_api *api;
     void *host;
 };
@@ -587,6 +607,103 @@ static inline int csp_stream_on_writable(csp_stream *stream, csp_writable_fn fn,
  * csp_pending_finish on it ends the stream: cleanly below 400, cut short from 400 on. */
 static inline csp_pending *csp_stream_pending(csp_stream *stream) {
     return stream ? stream->api->stream_pending(stream) : NULL;
+}
+
+/* ---- WebSockets (2.4) ------------------------------------------------ */
+
+/* What a handler returns after csp_ws_accept: the host answers 101 Switching Protocols. */
+#define CSP_WS_ACCEPTED 101
+
+/* What a WebSocket's messages carry. */
+enum { CSP_WS_TEXT = 0, CSP_WS_BINARY = 1 };
+
+/* What the host tells a handler about its WebSocket. Each runs on the event loop that holds the
+ * connection -- one at a time for one csp_ws, also for a blocking handler (whose callbacks then
+ * must not block either) -- with the `user_data` given here. Grows only at the end. */
+struct csp_ws_callbacks {
+    size_t size; /* sizeof(csp_ws_callbacks) */
+    /* A whole message: text (valid UTF-8, checked) or binary, reassembled from its fragments, at most
+     * --ws-max-message bytes. `data` is valid during the call. Optional. */
+    void (*on_message)(csp_ws *ws, const void *data, size_t size, int binary, void *user_data);
+    /* The conversation is over; once, and last: no callback runs after it, and the handle is not
+     * valid once it returns (another thread that sends must stop before: sends made meanwhile give
+     * -1). `code` is the peer's close code, 1005 if its close frame had none, 1006 if it went
+     * without one; or the host's when the host ended it: 1001 (the server drains, or the peer stayed
+     * silent or stopped answering pings), 1002 (a protocol error), 1007 (invalid UTF-8), 1009 (a
+     * message over --ws-max-message), 1011 (a callback threw). `reason` is valid during the call.
+     * The place to free `user_data`. Optional. */
+    void (*on_close)(csp_ws *ws, int code, const char *reason, size_t reason_size, void *user_data);
+    /* The connection has room again after a send on a loop returned CSP_AGAIN. Optional. */
+    void (*on_writable)(csp_ws *ws, void *user_data);
+    void *user_data;
+};
+
+/* Accepts the request as a WebSocket (RFC 6455 over HTTP/1.1, on the plain and the TLS port): after
+ * this call the handler returns CSP_WS_ACCEPTED and the host answers 101 with the headers set on the
+ * reply (Set-Cookie...); its body is not sent. `protocol` is the subprotocol chosen among those the
+ * client offered in Sec-WebSocket-Protocol (NULL: none). The callbacks are copied; they start
+ * once the handler has returned. During the call, once. The conversation pins the handler's version:
+ * a reload sends new conversations to the new version and leaves this one talking to the old until
+ * it closes. NULL when the request is not a valid opening handshake (answer with csp_ws_refuse), for
+ * a protocol the client did not offer, or when the host cannot: then answer as usual. */
+static inline csp_ws *csp_ws_accept(const csp_request *req, csp_reply *reply, const csp_ws_callbacks *callbacks,
+                                    const char *protocol) {
+    return req->api->ws_accept(req, reply, callbacks, protocol, protocol ? strlen(protocol) : 0);
+}
+
+/* Fills the reply with the answer a request that is not a valid opening handshake gets, and returns
+ * its status: 426 with "Upgrade: websocket" when it does not ask for one, 426 with
+ * "Sec-WebSocket-Version: 13" for another version, 400 when it asks wrongly.
+ *   if (!csp_ws_accept(req, reply, &callbacks, NULL)) return csp_ws_refuse(req, reply); */
+static inline int csp_ws_refuse(const csp_request *req, csp_reply *reply) {
+    return req->api->ws_refuse(req, reply);
+}
+
+/* Sends one message, text (CSP_WS_TEXT: must be valid UTF-8, else -1) or binary, in order with the
+ * others. From any thread. On an event loop it never waits: CSP_AGAIN when, the message taken, the
+ * connection holds more than its high-water mark (256 KiB); send again once on_writable runs (a
+ * connection that keeps being sent to regardless is closed, 1008, at 32 times the mark). On any
+ * other thread it waits for room instead. 0; CSP_AGAIN; -1 when the peer will not see it (the
+ * conversation is closing or closed). */
+static inline int csp_ws_send(csp_ws *ws, const void *data, size_t size, int binary) {
+    return ws ? ws->api->ws_send(ws, data, size, binary) : -1;
+}
+
+static inline int csp_ws_send_text(csp_ws *ws, const char *text) {
+    return csp_ws_send(ws, text, strlen(text), CSP_WS_TEXT);
+}
+
+/* Begins the closing handshake with `code` (1000-1003, 1007-1011 or 3000-4999) and `reason` (NULL, or
+ * UTF-8 of at most 123 bytes) after the messages already sent; on_close follows with the peer's
+ * answer. From any thread; later sends give -1. 0, or -1 (a bad code or reason, or already closing). */
+static inline int csp_ws_close(csp_ws *ws, unsigned code, const char *reason) {
+    return ws ? ws->api->ws_close(ws, code, reason, reason ? strlen(reason) : 0) : -1;
+}
+
+/* Topics: a message published to a topic (csp_publish) reaches every WebSocket of the server
+ * subscribed to it, whichever worker holds it, in the order one publisher published. Topic names
+ * are 1 to 128 bytes. A subscriber that cannot take a message (it holds 32 times the high-water mark
+ * unread) is closed with 1008. A conversation leaves its topics when it closes. From any thread.
+ * 0, or -1 (a bad name, a closed conversation). */
+static inline int csp_ws_subscribe(csp_ws *ws, const char *topic) {
+    return ws ? ws->api->ws_subscribe(ws, topic, strlen(topic)) : -1;
+}
+
+static inline int csp_ws_unsubscribe(csp_ws *ws, const char *topic) {
+    return ws ? ws->api->ws_unsubscribe(ws, topic, strlen(topic)) : -1;
+}
+
+/* Publishes one message to `topic`, text (valid UTF-8) or binary. `api` is any csp_host_api the
+ * host gave: req->api, ws->api, or the init context's ctx->api kept for other threads. From any
+ * thread; never waits. 0; CSP_AGAIN when a subscriber of this worker was past its high-water mark
+ * (it got the message; slow down); -1 for a bad topic or text, a message over --ws-max-message, or
+ * no memory. */
+static inline int csp_publish(const csp_host_api *api, const char *topic, const void *data, size_t size, int binary) {
+    return api->publish(topic, strlen(topic), data, size, binary);
+}
+
+static inline int csp_publish_text(const csp_host_api *api, const char *topic, const char *text) {
+    return csp_publish(api, topic, text, strlen(text), CSP_WS_TEXT);
 }
 
 #ifdef __cplusplus

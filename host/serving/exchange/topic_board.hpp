@@ -1,0 +1,47 @@
+// The worker's topics: which WebSocket conversations are subscribed to which names, and
+// csp_publish, which frames a message once and puts it in every subscriber's outbox, in the order
+// one publisher published. Any thread, under one lock; a publish copies the subscriber list and
+// sends outside it, so one slow topic does not hold the others.
+//
+// One per process (the handler layer reaches it as its Publisher).
+#pragma once
+
+#include "handler/websocket_channel.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cspd {
+
+class WebSocketLink;
+
+class TopicBoard final : public Publisher {
+public:
+    static TopicBoard& instance();
+
+    /// 0, or -1 (no memory).
+    int subscribe(std::string_view topic, std::shared_ptr<WebSocketLink> link) noexcept;
+    /// 0, or -1 (it was not subscribed).
+    int unsubscribe(std::string_view topic, WebSocketLink& link) noexcept;
+    /// The conversation closed: it leaves every topic.
+    void leave_all(WebSocketLink& link) noexcept;
+
+    int publish(std::string_view topic, std::string_view data, bool binary) noexcept override;
+
+    /// Messages longer than this are refused (--ws-max-message).
+    void set_max_message(std::size_t bytes) { max_message_ = bytes; }
+    /// Subscriptions held now, over all topics.
+    std::size_t subscriptions() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<std::string, std::vector<std::shared_ptr<WebSocketLink>>> topics_;
+    std::size_t max_message_ = 1024 * 1024;
+};
+
+}  // namespace cspd

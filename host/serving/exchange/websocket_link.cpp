@@ -1,0 +1,93 @@
+#include "serving/exchange/websocket_link.hpp"
+
+#include "serving/blocking_pool.hpp"
+#include "serving/exchange/topic_board.hpp"
+#include "websocket/frame_head.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <optional>
+
+namespace cspd {
+
+WebSocketLink::WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
+                             std::shared_ptr<const HandlerVersion> version, HandlerStats* stats)
+    : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats),
+      outbox_(StreamOutbox::Framing::raw, {}) {
+    // A handler built against a later 2.x may pass a longer struct: what this host knows is copied.
+    std::memcpy(&callbacks_, &callbacks, sizeof callbacks_);
+    callbacks_.size = sizeof callbacks_;
+}
+
+int WebSocketLink::send(std::string_view data, bool binary) noexcept {
+    std::string framed;
+    try {
+        framed.reserve(ws::kMaxHeadBytes);
+        ws::append_frame_head(framed, binary ? ws::Opcode::binary : ws::Opcode::text, data.size());
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+    try {
+        const bool on_loop = LoopInbox::on_an_event_loop();
+        std::optional<BlockingPool::ClientWait> waiting;  // a pool thread waiting for room is not a stuck call
+        if (!on_loop) waiting.emplace();
+        const int code = after_write(outbox_.write_parts(framed, data, !on_loop));
+        if (code >= 0) sent_.fetch_add(1, std::memory_order_relaxed);
+        return code;
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+}
+
+int WebSocketLink::send_frame(std::string_view frame) noexcept {
+    try {
+        const int code = after_write(outbox_.write(frame, false));
+        if (code >= 0) delivered_.fetch_add(1, std::memory_order_relaxed);
+        return code;
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+}
+
+int WebSocketLink::close(unsigned code, std::string_view reason) noexcept {
+    std::string frame;
+    try {
+        ws::append_close_frame(frame, code, reason);
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+    handler_closed_.store(true, std::memory_order_release);  // before the loop can take the frame
+    const StreamOutbox::Result result = outbox_.end_with(frame);
+    if (result.code != 0) return -1;
+    if (result.poke) poke();
+    return 0;
+}
+
+int WebSocketLink::subscribe(std::string_view topic) noexcept {
+    return TopicBoard::instance().subscribe(topic, shared_from_this());
+}
+
+int WebSocketLink::unsubscribe(std::string_view topic) noexcept {
+    return TopicBoard::instance().unsubscribe(topic, *this);
+}
+
+int WebSocketLink::after_write(StreamOutbox::Result result) {
+    if (result.overflow && !overflowed_.exchange(true, std::memory_order_acq_rel)) {
+        spdlog::warn("handler {}: a WebSocket's peer left {} KiB unread and more was sent to it; it is closed "
+                     "(1008)",
+                     version_->describe(), StreamOutbox::kHardLimit / 1024);
+        outbox_.close();
+        result.poke = true;  // the loop cuts the conversation
+    }
+    if (result.poke) poke();
+    return result.code;
+}
+
+void WebSocketLink::poke() {
+    inbox_->post([owner = owner_] {
+        if (const std::shared_ptr<Owner> session = owner.lock()) session->link_output();
+    });
+}
+
+}  // namespace cspd

@@ -1,0 +1,94 @@
+// One WebSocket conversation between its handler and the loop that carries its connection: what
+// the SDK's csp_ws talks to. The handler's threads send whole messages into its outbox (framed
+// there, bounded by the high-water mark: a loop is told CSP_AGAIN, any other thread waits), close
+// it, and subscribe it to topics; the loop's WebSocketSession takes the bytes and reads the
+// client. It pins the handler version that accepted it, keeps the handler's callbacks, and says
+// whether the handler began the closing handshake.
+//
+// Lifetime: shared_ptr. The session holds it while the connection lives, and the worker's
+// TopicBoard while it is subscribed; the handler's handle is valid until its on_close callback
+// returns (the session calls it once, after shut(): later sends give -1).
+#pragma once
+
+#include "handler/version.hpp"
+#include "handler/websocket_channel.hpp"
+#include "serving/exchange/stream_outbox.hpp"
+#include "serving/loop_inbox.hpp"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cspd {
+
+struct HandlerStats;
+
+class WebSocketLink final : public WebSocketChannel, public std::enable_shared_from_this<WebSocketLink> {
+public:
+    /// Who carries the conversation (the session); told on its loop.
+    class Owner {
+    public:
+        /// Bytes (or the handler's close) wait in the outbox.
+        virtual void link_output() = 0;
+
+    protected:
+        ~Owner() = default;
+    };
+
+    WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
+                  std::shared_ptr<const HandlerVersion> version, HandlerStats* stats);
+
+    /// Loop: the session that carries the conversation from now on.
+    void attach(std::weak_ptr<Owner> owner) { owner_ = std::move(owner); }
+
+    // WebSocketChannel: from the handler, any thread.
+    int send(std::string_view data, bool binary) noexcept override;
+    int close(unsigned code, std::string_view reason) noexcept override;
+    int subscribe(std::string_view topic) noexcept override;
+    int unsubscribe(std::string_view topic) noexcept override;
+
+    /// A message framed already (a publish to a topic): never waits. 0, CSP_AGAIN, or -1 (closed, or
+    /// refused past the hard limit: the conversation is then cut).
+    int send_frame(std::string_view frame) noexcept;
+
+    // The loop's side.
+    /// Everything that waits, taken out; counted as the socket's until room() says otherwise.
+    std::string take() { return outbox_.take(); }
+    /// The socket still holds `backlog` bytes: true when the handler's on_writable should run.
+    bool room(std::size_t backlog) { return outbox_.set_backlog(backlog); }
+    /// The handler called csp_ws_close: its close frame is among the bytes waiting or taken.
+    bool handler_closed() const { return handler_closed_.load(std::memory_order_acquire); }
+    /// A sender ignored back-pressure past the hard limit: the conversation must be cut.
+    bool overflowed() const { return overflowed_.load(std::memory_order_acquire); }
+    /// Messages sent, and published messages delivered, since the last call (for the loop's counters).
+    std::uint64_t take_sent() { return sent_.exchange(0, std::memory_order_relaxed); }
+    std::uint64_t take_delivered() { return delivered_.exchange(0, std::memory_order_relaxed); }
+    /// Nothing more can be sent: senders get -1 from now on, and waiting ones wake.
+    void shut() { outbox_.close(); }
+
+    const csp_ws_callbacks& callbacks() const { return callbacks_; }
+    const HandlerVersion& version() const { return *version_; }
+    HandlerStats* stats() const { return stats_; }
+
+    /// The topics it is subscribed to: the TopicBoard's, under its lock.
+    std::vector<std::string> topics;
+
+private:
+    int after_write(StreamOutbox::Result result);
+    void poke();
+
+    std::shared_ptr<LoopInbox> inbox_;
+    std::weak_ptr<Owner> owner_;  // set on the loop before the handle can reach another thread
+    csp_ws_callbacks callbacks_;
+    std::shared_ptr<const HandlerVersion> version_;
+    HandlerStats* stats_;
+    StreamOutbox outbox_;
+    std::atomic<bool> handler_closed_{false};
+    std::atomic<bool> overflowed_{false};
+    std::atomic<std::uint64_t> sent_{0};
+    std::atomic<std::uint64_t> delivered_{0};
+};
+
+}  // namespace cspd

@@ -1,0 +1,362 @@
+#include "serving/protocols/websocket_session.hpp"
+
+#include "common/clocks.hpp"
+#include "common/crash_context.hpp"
+#include "serving/exchange/topic_board.hpp"
+#include "serving/loop_context.hpp"
+#include "stats/shared_stats.hpp"
+#include "websocket/frame_head.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace cspd {
+namespace {
+
+/// How long our close frame waits for the peer's before the connection simply closes.
+constexpr std::uint32_t kCloseWaitMs = 5000;
+/// A message buffer larger than this is freed after its message, so an idle conversation stays small.
+constexpr std::size_t kKeepMessageCapacity = 64 * 1024;
+
+}  // namespace
+
+std::shared_ptr<WebSocketSession> WebSocketSession::take_over(Connection& from, std::shared_ptr<WebSocketLink> link,
+                                                             OutputQueue queued, std::string_view first_bytes) {
+    std::shared_ptr<WebSocketSession> next;
+    try {
+        next = std::make_shared<WebSocketSession>(from, std::move(link), std::move(queued));
+    } catch (const std::bad_alloc&) {
+        link->shut();
+        return nullptr;
+    }
+    next->link_->attach(next);
+    next->start();
+    if (!first_bytes.empty()) {
+        std::string copy(first_bytes);  // unmasked in place: not the caller's buffer
+        next->process(copy.data(), copy.size());
+    }
+    next->flush();  // the 101 first; then reading, which holds the session from here on
+    if (next->loop_.draining) next->on_drain();
+    next->link_output();  // what the handler sent from its call on
+    return next;
+}
+
+WebSocketSession::WebSocketSession(Connection& from, std::shared_ptr<WebSocketLink> link, OutputQueue queued) noexcept
+    : Connection(TakeOver{}, from), link_(std::move(link)), queued_(std::move(queued)) {}
+
+WebSocketSession::~WebSocketSession() {
+    if (!told_) tell_closed(ws::kAbnormal, {});
+}
+
+std::size_t WebSocketSession::idle_bytes() { return sizeof(WebSocketSession) + sizeof(WebSocketLink); }
+
+void WebSocketSession::start() {
+    last_read_ = last_write_ = coarse_now_ms();
+    if (loop_.slot) bump(loop_.slot->ws_opened);
+}
+
+void WebSocketSession::on_readable() {
+    if (closed_ || writing_) return;
+    read_now();
+}
+
+void WebSocketSession::read_now() {
+    char* buffer = loop_.buffers.acquire();
+    if (!buffer) {
+        spdlog::error("client {}:{}: no memory for a read buffer; closing", address_, port_);
+        close();
+        return;
+    }
+    const Transport::Moved got = transport_.read(buffer, BufferPool::kBufferSize);
+    if (got.io == Transport::Io::done) {
+        last_read_ = coarse_now_ms();
+        process(buffer, got.bytes);
+    }
+    loop_.buffers.release(buffer);
+    if (closed_) return;
+    if (got.io == Transport::Io::closed || got.io == Transport::Io::failed) {
+        close();  // gone without a close frame (or after ours, without answering): 1006
+        return;
+    }
+    link_output();  // what the callbacks sent goes with this write; then reading again
+}
+
+void WebSocketSession::read_more() {
+    if (!closed_ && !writing_ && !transport_.wait_readable(*this)) close();
+}
+
+void WebSocketSession::process(char* data, std::size_t size) {
+    if (loop_.slot) bump(loop_.slot->ws_bytes_in, size);
+    const ws::FrameReader::Result result = reader_.feed(data, size, *this);
+    if (result.error != ws::FrameReader::Error::none) fail(ws::kProtocolError, ws::FrameReader::describe(result.error));
+}
+
+bool WebSocketSession::on_data_frame(ws::Opcode opcode, bool first, bool, bool, std::uint64_t size) {
+    if (close_sent_) return true;  // after our close frame, data is read and dropped (§5.5.1)
+    if (first) {
+        binary_ = opcode == ws::Opcode::binary;
+        utf8_.reset();
+    }
+    if (size > loop_.limits.ws_max_message - message_.size()) {
+        fail(ws::kTooBig, "a message over --ws-max-message");
+        return false;
+    }
+    try {
+        message_.reserve(message_.size() + size);
+    } catch (const std::bad_alloc&) {
+        fail(ws::kTooBig, "no memory for the message");
+        return false;
+    }
+    return true;
+}
+
+bool WebSocketSession::on_data(std::string_view payload) {
+    if (close_sent_) return true;
+    if (!binary_ && !utf8_.feed(payload)) {
+        fail(ws::kInvalidPayload, "a text message that is not UTF-8");
+        return false;
+    }
+    message_.append(payload);
+    return true;
+}
+
+bool WebSocketSession::on_data_frame_end(bool fin) {
+    if (close_sent_ || !fin) return true;
+    if (!binary_ && !utf8_.complete()) {
+        fail(ws::kInvalidPayload, "a text message that ends inside a UTF-8 sequence");
+        return false;
+    }
+    deliver();
+    if (message_.capacity() > kKeepMessageCapacity) std::string().swap(message_);
+    else message_.clear();
+    return !closed_ && !close_after_write_;
+}
+
+void WebSocketSession::deliver() {
+    if (loop_.slot) bump(loop_.slot->ws_messages_in);
+    const csp_ws_callbacks& callbacks = link_->callbacks();
+    if (!callbacks.on_message || told_) return;
+    csp_ws* handle = link_->handle();
+    if (!run_callback("on_message", [&] {
+            callbacks.on_message(handle, message_.data(), message_.size(), binary_ ? CSP_WS_BINARY : CSP_WS_TEXT,
+                                 callbacks.user_data);
+        }))
+        fail(ws::kInternalError, "the handler's on_message threw");
+}
+
+bool WebSocketSession::on_control(ws::Opcode opcode, std::string_view payload) {
+    switch (opcode) {
+    case ws::Opcode::ping:
+        if (!close_sent_) send_control(ws::Opcode::pong, payload);
+        return true;
+    case ws::Opcode::pong:
+        ping_sent_ = 0;  // any pong will do (§5.5.3)
+        return true;
+    case ws::Opcode::close: return on_close_frame(payload);
+    default: return true;
+    }
+}
+
+bool WebSocketSession::on_close_frame(std::string_view payload) {
+    int code = ws::kNoStatus;
+    std::string_view reason;
+    if (payload.size() == 1) {
+        fail(ws::kProtocolError, "a close frame of one byte");
+        return false;
+    }
+    if (payload.size() >= 2) {
+        code = (static_cast<unsigned char>(payload[0]) << 8) | static_cast<unsigned char>(payload[1]);
+        reason = payload.substr(2);
+        if (!ws::is_sendable_close_code(unsigned(code))) {
+            fail(ws::kProtocolError, "a close frame with an invalid code");
+            return false;
+        }
+        if (!ws::Utf8Validator::valid(reason)) {
+            fail(ws::kInvalidPayload, "a close reason that is not UTF-8");
+            return false;
+        }
+    }
+    if (!close_sent_) {
+        // Answered with the same code (§5.5.1), after what the handler already sent.
+        link_output();
+        std::string frame;
+        ws::append_close_frame(frame, code == ws::kNoStatus ? 0 : unsigned(code));
+        queued_.append_owned(std::move(frame));
+        close_sent_ = true;
+    }
+    tell_closed(code, reason);
+    close_after_write_ = true;  // the server closes the TCP connection first (§7.1.1)
+    return false;
+}
+
+void WebSocketSession::fail(std::uint16_t code, std::string_view why) {
+    if (closed_) return;
+    spdlog::debug("client {}:{}: WebSocket closed {}: {}", address_, port_, code, why);
+    if (!close_sent_) {
+        link_->shut();  // what the handler has not handed to the socket yet is dropped
+        std::string frame;
+        ws::append_close_frame(frame, code, code == ws::kInternalError ? std::string_view{} : why);
+        queued_.append_owned(std::move(frame));
+        close_sent_ = true;
+    }
+    tell_closed(code, why);
+    close_after_write_ = true;
+}
+
+void WebSocketSession::begin_close(std::uint16_t code, std::string_view reason) {
+    if (closed_ || close_sent_) return;
+    link_output();  // what the handler sent goes before
+    link_->shut();
+    std::string frame;
+    ws::append_close_frame(frame, code, reason);
+    queued_.append_owned(std::move(frame));
+    close_sent_ = true;
+    close_sent_at_ = coarse_now_ms();
+    flush();
+}
+
+void WebSocketSession::send_control(ws::Opcode opcode, std::string_view payload) {
+    std::string frame;
+    ws::append_frame_head(frame, opcode, payload.size());
+    frame.append(payload);
+    queued_.append_owned(std::move(frame));
+}
+
+void WebSocketSession::link_output() {
+    if (closed_) return;
+    std::string bytes = link_->take();
+    if (link_->overflowed()) {
+        fail(ws::kPolicy, "the peer does not read what is sent to it");
+        flush();
+        return;
+    }
+    if (loop_.slot) {
+        const std::uint64_t sent = link_->take_sent(), delivered = link_->take_delivered();
+        if (sent + delivered) bump(loop_.slot->ws_messages_out, sent + delivered);
+        if (delivered) bump(loop_.slot->ws_delivered, delivered);
+    }
+    if (!bytes.empty()) queued_.append_owned(std::move(bytes));
+    if (link_->handler_closed() && !close_sent_) {
+        close_sent_ = true;  // its close frame is in what was just taken
+        close_sent_at_ = coarse_now_ms();
+    }
+    if (!writing_) flush();
+}
+
+void WebSocketSession::flush() {
+    if (closed_ || writing_) return;
+    const OutputQueue::Written written = queued_.write_to(transport_);
+    if (written.bytes > 0) {
+        last_write_ = coarse_now_ms();
+        if (loop_.slot) bump(loop_.slot->ws_bytes_out, written.bytes);
+    }
+    if (written.progress == OutputQueue::Progress::would_block) {
+        writing_ = true;
+        if (!transport_.wait_writable(*this)) close();
+        return;
+    }
+    if (written.progress != OutputQueue::Progress::done) {
+        close();
+        return;
+    }
+    if (close_after_write_) {
+        close();
+        return;
+    }
+    if (link_->room(0) && !told_) {
+        const csp_ws_callbacks& callbacks = link_->callbacks();
+        if (callbacks.on_writable && !run_callback("on_writable", [&] {
+                callbacks.on_writable(link_->handle(), callbacks.user_data);
+            })) {
+            fail(ws::kInternalError, "the handler's on_writable threw");
+            flush();
+            return;
+        }
+    }
+    read_more();
+}
+
+void WebSocketSession::on_writable() {
+    if (closed_) return;
+    writing_ = false;
+    flush();
+}
+
+void WebSocketSession::tell_closed(int code, std::string_view reason) {
+    if (told_) return;
+    told_ = true;
+    link_->shut();
+    TopicBoard::instance().leave_all(*link_);
+    if (loop_.slot) {
+        bump(loop_.slot->ws_closed);
+        bump(loop_.slot->ws_closes[ws_close_kind(code)]);
+    }
+    const csp_ws_callbacks& callbacks = link_->callbacks();
+    if (callbacks.on_close)
+        run_callback("on_close", [&] {
+            callbacks.on_close(link_->handle(), code, reason.data(), reason.size(), callbacks.user_data);
+        });
+}
+
+template <class Call>
+bool WebSocketSession::run_callback(const char* which, Call call) {
+    try {
+        RunningHandler marker(link_->version().label());  // named in the crash report if it brings the process down
+        call();
+        return true;
+    } catch (const std::exception& e) {
+        spdlog::error("handler {}: its WebSocket {} threw: {}", link_->version().describe(), which, e.what());
+    } catch (...) {
+        spdlog::error("handler {}: its WebSocket {} threw a non-std exception", link_->version().describe(), which);
+    }
+    if (link_->stats()) bump(link_->stats()->errors);
+    return false;
+}
+
+void WebSocketSession::on_tick(std::uint32_t now) {
+    if (closed_) return;
+    const ConnectionLimits& limits = loop_.limits;
+    if (writing_ && now - last_write_ >= limits.send_timeout_s * 1000u) {
+        spdlog::debug("client {}:{}: took none of our WebSocket bytes for {} s; closing", address_, port_,
+                      limits.send_timeout_s);
+        close();
+        return;
+    }
+    if (close_sent_) {
+        if (close_sent_at_ && now - close_sent_at_ >= kCloseWaitMs) close();  // no answer to our close
+        return;
+    }
+    if (limits.ws_idle_timeout_s && now - last_read_ >= limits.ws_idle_timeout_s * 1000u) {
+        fail(ws::kGoingAway, "silent past --ws-idle-timeout");
+        flush();
+        return;
+    }
+    if (!limits.ws_ping_interval_s) return;
+    const std::uint32_t interval = limits.ws_ping_interval_s * 1000u;
+    if (ping_sent_) {
+        // Anything the peer sent since counts as an answer: a pong may wait behind a long message.
+        if (static_cast<std::int32_t>(last_read_ - ping_sent_) > 0) {
+            ping_sent_ = 0;
+        } else if (now - ping_sent_ >= interval) {
+            fail(ws::kGoingAway, "no answer to a ping");
+            flush();
+            return;
+        }
+    }
+    if (!ping_sent_ && now - last_read_ >= interval) {
+        send_control(ws::Opcode::ping, {});
+        ping_sent_ = now ? now : 1;
+        flush();
+    }
+}
+
+void WebSocketSession::on_drain() { begin_close(ws::kGoingAway, "server stopping"); }
+
+void WebSocketSession::close() {
+    if (closed_) return;
+    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
+    closed_ = true;
+    tell_closed(ws::kAbnormal, {});
+    transport_.close();
+}
+
+}  // namespace cspd

@@ -1,0 +1,808 @@
+#!/usr/bin/env python3
+"""cspd's own WebSocket conformance cases, in raw frames, by the case categories of the Autobahn
+Testsuite (which needs Python 2 and cannot run here): the opening handshake, framing, pings and
+pongs, reserved bits, opcodes, fragmentation, UTF-8 handling, close handling, limits and
+performance, and what cspd adds (back-pressure, sends from other threads, topics, timeouts).
+Each case states the answer RFC 6455 requires and checks the server gives it.
+
+Usage: ws_frames.py PORT [--tls] [--only PREFIX] [--max-message N] [--timing]
+The server serves tests/handlers/ws_probe.c at /csp/ws_probe and examples/ws_echo.c at
+/csp/ws_echo, with --ws-max-message N (65536 by default here). --timing runs only the cases about
+pings and silence: with --only timing., against a server with --ws-ping-interval 1; with --only
+idle., against one with --ws-ping-interval 0 --ws-idle-timeout 2.
+Prints one JSON object: {case: {"ok", "detail"}}."""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import socket
+import ssl
+import struct
+import sys
+import time
+
+ARGS = None
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+
+
+class Closed(Exception):
+    pass
+
+
+def connect():
+    raw = socket.create_connection(("127.0.0.1", ARGS.port), timeout=5)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if ARGS.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        raw = ctx.wrap_socket(raw, server_hostname="localhost")
+    return raw
+
+
+def read_head(sock):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        got = sock.recv(4096)
+        if not got:
+            raise Closed("closed during the handshake: %r" % data)
+        data += got
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    fields = {}
+    for line in lines[1:]:
+        name, value = line.split(":", 1)
+        fields.setdefault(name.strip().lower(), []).append(value.strip())
+    return status, fields, rest
+
+
+def request(path, headers):
+    text = "GET %s HTTP/1.1\r\nHost: localhost\r\n" % path
+    for name, value in headers:
+        text += "%s: %s\r\n" % (name, value)
+    return (text + "\r\n").encode()
+
+
+def handshake_answer(path="/csp/ws_probe?let=in", headers=None, body_bytes=4096):
+    """Sends one request, returns (status, fields, body) for answers that are not 101."""
+    sock = connect()
+    key = base64.b64encode(os.urandom(16)).decode()
+    if headers is None:
+        headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", key),
+                   ("Sec-WebSocket-Version", "13")]
+    sock.sendall(request(path, headers))
+    status, fields, rest = read_head(sock)
+    sock.close()
+    return status, fields, rest
+
+
+class Conn:
+    def __init__(self, path="/csp/ws_probe?let=in", extra=(), pings="answer"):
+        self.sock = connect()
+        self.key = base64.b64encode(os.urandom(16)).decode()
+        headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", self.key),
+                   ("Sec-WebSocket-Version", "13")] + list(extra)
+        self.sock.sendall(request(path, headers))
+        self.status, self.fields, self.buf = read_head(self.sock)
+        if self.status != 101:
+            raise AssertionError("handshake answered %d" % self.status)
+        expected = base64.b64encode(hashlib.sha1(self.key.encode() + GUID).digest()).decode()
+        if self.fields.get("sec-websocket-accept") != [expected]:
+            raise AssertionError("wrong Sec-WebSocket-Accept %r" % self.fields.get("sec-websocket-accept"))
+        self.pings = pings  # "answer": pong them and read on; "keep": return them
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def frame(self, opcode, payload=b"", fin=True, rsv=0, mask=True, length=None):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        n = len(payload) if length is None else length
+        head = bytes([(0x80 if fin else 0) | (rsv << 4) | opcode])
+        m = 0x80 if mask else 0
+        if n < 126:
+            head += bytes([m | n])
+        elif n < 65536:
+            head += bytes([m | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([m | 127]) + struct.pack(">Q", n)
+        if not mask:
+            return head + payload
+        key = os.urandom(4)
+        masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload)) if len(payload) < 4096 else \
+            (int.from_bytes(payload, "big") ^ int.from_bytes((key * (len(payload) // 4 + 1))[:len(payload)], "big")
+             ).to_bytes(len(payload), "big")
+        return head + key + masked
+
+    def send(self, opcode, payload=b"", **kw):
+        self.sock.sendall(self.frame(opcode, payload, **kw))
+
+    def _need(self, n, timeout):
+        deadline = time.time() + timeout
+        while len(self.buf) < n:
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError("no frame within %.1f s" % timeout)
+            self.sock.settimeout(left)
+            try:
+                got = self.sock.recv(1 << 16)
+            except socket.timeout:
+                raise TimeoutError("no frame within %.1f s" % timeout)
+            except (ConnectionResetError, ssl.SSLError):
+                got = b""
+            if not got:
+                raise Closed("connection closed")
+            self.buf += got
+
+    def recv(self, timeout=5):
+        """The next frame: (fin, rsv, opcode, payload)."""
+        while True:
+            self._need(2, timeout)
+            b0, b1 = self.buf[0], self.buf[1]
+            if b1 & 0x80:
+                raise AssertionError("the server masked a frame")
+            n, at = b1 & 0x7F, 2
+            if n == 126:
+                self._need(4, timeout)
+                n, at = struct.unpack(">H", self.buf[2:4])[0], 4
+            elif n == 127:
+                self._need(10, timeout)
+                n, at = struct.unpack(">Q", self.buf[2:10])[0], 10
+            self._need(at + n, timeout)
+            payload, self.buf = self.buf[at:at + n], self.buf[at + n:]
+            fin, rsv, opcode = bool(b0 & 0x80), (b0 >> 4) & 7, b0 & 0xF
+            if opcode == PING and self.pings == "answer":
+                self.send(PONG, payload)
+                continue
+            return fin, rsv, opcode, payload
+
+    def message(self, timeout=5):
+        """The next whole data message: (opcode, payload)."""
+        opcode, data = None, b""
+        while True:
+            fin, rsv, op, payload = self.recv(timeout)
+            if op == CLOSE:
+                raise AssertionError("closed %s instead of a message" % close_text(payload))
+            if op in (PING, PONG):
+                continue
+            if opcode is None:
+                opcode = op
+            data += payload
+            if fin:
+                return opcode, data
+
+    def expect_close(self, code, timeout=5):
+        """Reads past data until a close frame; checks its code (None: no code), then that the TCP
+        connection ends (the server closes first, RFC 6455 §7.1.1)."""
+        while True:
+            fin, rsv, op, payload = self.recv(timeout)
+            if op == CLOSE:
+                break
+        got = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
+        if got != code:
+            raise AssertionError("close code %s, expected %s (%s)" % (got, code, close_text(payload)))
+        try:
+            self.send(CLOSE, payload[:2])
+        except OSError:
+            pass
+        self.expect_eof(timeout)
+        return payload[2:]
+
+    def expect_eof(self, timeout=5):
+        try:
+            while True:
+                fin, rsv, op, payload = self.recv(timeout)
+        except Closed:
+            return
+        except TimeoutError:
+            raise AssertionError("the server did not close the TCP connection")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def close_text(payload):
+    if len(payload) < 2:
+        return "without a code"
+    return "%d %r" % (struct.unpack(">H", payload[:2])[0], payload[2:])
+
+
+def close_payload(code, reason=b""):
+    return struct.pack(">H", code) + reason
+
+
+CASES = []
+
+
+def case(name):
+    def register(fn):
+        CASES.append((name, fn))
+        return fn
+    return register
+
+
+def echo_case(name, opcode, payload, chop=None, path="/csp/ws_echo"):
+    @case(name)
+    def run():
+        c = Conn(path)
+        data = c.frame(opcode, payload)
+        if chop:
+            for i in range(0, len(data), chop):
+                c.send_raw(data[i:i + chop])
+                time.sleep(0.001 if len(data) < 1000 else 0)
+        else:
+            c.send_raw(data)
+        op, got = c.message()
+        assert op == opcode, "opcode %d came back as %d" % (opcode, op)
+        assert got == (payload.encode() if isinstance(payload, str) else payload), "payload differs (%d bytes)" % len(got)
+        c.close()
+        return "%d bytes echoed" % len(got)
+
+
+def fail_case(name, frames, code, path="/csp/ws_probe?let=in"):
+    """Sends `frames` (from a function of the connection) and expects a close with `code`."""
+    @case(name)
+    def run():
+        c = Conn(path)
+        for data in frames(c):
+            c.send_raw(data)
+        c.expect_close(code)
+        c.close()
+        return "closed %s" % code
+
+
+# ---- 0. The opening handshake (RFC 6455 §4) --------------------------------------------------
+
+@case("handshake.plain_get_426_upgrade")
+def _():
+    status, fields, _ = handshake_answer("/csp/ws_echo", headers=[])
+    assert status == 426, status
+    assert fields.get("upgrade") == ["websocket"], fields
+    return "426 Upgrade: websocket"
+
+
+@case("handshake.version_8_426_names_13")
+def _():
+    key = base64.b64encode(os.urandom(16)).decode()
+    status, fields, _ = handshake_answer("/csp/ws_echo", [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                                          ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "8")])
+    assert status == 426, status
+    assert fields.get("sec-websocket-version") == ["13"], fields
+    return "426 Sec-WebSocket-Version: 13"
+
+
+@case("handshake.missing_key_400")
+def _():
+    status, _, _ = handshake_answer("/csp/ws_echo", [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                                     ("Sec-WebSocket-Version", "13")])
+    assert status == 400, status
+    return "400"
+
+
+@case("handshake.short_key_400")
+def _():
+    status, _, _ = handshake_answer("/csp/ws_echo", [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                                     ("Sec-WebSocket-Key", "dGVzdA=="), ("Sec-WebSocket-Version", "13")])
+    assert status == 400, status
+    return "400"
+
+
+@case("handshake.no_connection_upgrade_400")
+def _():
+    key = base64.b64encode(os.urandom(16)).decode()
+    status, _, _ = handshake_answer("/csp/ws_echo", [("Upgrade", "websocket"), ("Sec-WebSocket-Key", key),
+                                                     ("Sec-WebSocket-Version", "13")])
+    assert status == 400, status
+    return "400"
+
+
+@case("handshake.handler_refuses_403_first")
+def _():
+    status, _, _ = handshake_answer("/csp/ws_probe")
+    assert status == 403, status
+    return "403 from the handler, before accepting"
+
+
+@case("handshake.tokens_in_lists_and_any_case")
+def _():
+    c = Conn("/csp/ws_echo", extra=())
+    c.close()
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock = connect()
+    sock.sendall(request("/csp/ws_echo", [("Upgrade", "WebSocket"), ("Connection", "keep-alive, Upgrade"),
+                                          ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]))
+    status, fields, _ = read_head(sock)
+    sock.close()
+    assert status == 101, status
+    return "101"
+
+
+@case("handshake.subprotocol_chosen_and_cookie_kept")
+def _():
+    c = Conn("/csp/ws_probe?let=in&protocol=chat", extra=[("Sec-WebSocket-Protocol", "superchat, chat")])
+    assert c.fields.get("sec-websocket-protocol") == ["chat"], c.fields
+    assert c.fields.get("set-cookie") == ["probe=1; Path=/"], c.fields
+    assert "content-length" not in c.fields and "transfer-encoding" not in c.fields, c.fields
+    c.send(TEXT, "hi")
+    assert c.message() == (TEXT, b"hi")
+    c.close()
+    return "Sec-WebSocket-Protocol: chat"
+
+
+@case("handshake.subprotocol_not_offered_refused")
+def _():
+    status, _, _ = handshake_answer("/csp/ws_probe?let=in&protocol=chat")
+    assert status == 503, status
+    return "503: the handler asked for a protocol the client did not offer"
+
+
+@case("handshake.frames_right_behind_the_handshake")
+def _():
+    sock = connect()
+    key = base64.b64encode(os.urandom(16)).decode()
+    c = Conn.__new__(Conn)
+    c.sock, c.pings = sock, "answer"
+    data = request("/csp/ws_echo", [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", key),
+                                    ("Sec-WebSocket-Version", "13")]) + c.frame(TEXT, "early")
+    sock.sendall(data)
+    status, fields, c.buf = read_head(sock)
+    assert status == 101, status
+    assert c.message() == (TEXT, b"early")
+    c.close()
+    return "echoed"
+
+
+# ---- 1. Framing -------------------------------------------------------------------------------
+
+for size in (0, 125, 126, 127, 65535, 65536):
+    echo_case("framing.text_%d" % size, TEXT, "*" * size)
+    echo_case("framing.binary_%d" % size, BINARY, bytes(range(256)) * (size // 256) + bytes(size % 256))
+echo_case("framing.text_sent_byte_by_byte", TEXT, "Hello, byte by byte", chop=1)
+echo_case("framing.binary_64k_in_small_writes", BINARY, os.urandom(65536), chop=997)
+
+fail_case("framing.unmasked_frame_1002", lambda c: [c.frame(TEXT, "x", mask=False)], 1002)
+fail_case("framing.length_msb_set_1002",
+          lambda c: [bytes([0x82, 0x80 | 127]) + struct.pack(">Q", 1 << 63) + b"\0\0\0\0"], 1002)
+
+# ---- 2. Pings and pongs -----------------------------------------------------------------------
+
+
+@case("ping.empty_answered")
+def _():
+    c = Conn(pings="keep")
+    c.send(PING)
+    fin, rsv, op, payload = c.recv()
+    assert op == PONG and payload == b"", (op, payload)
+    c.close()
+    return "pong"
+
+
+@case("ping.125_bytes_answered_with_them")
+def _():
+    c = Conn(pings="keep")
+    body = os.urandom(125)
+    c.send(PING, body)
+    fin, rsv, op, payload = c.recv()
+    assert op == PONG and payload == body
+    c.close()
+    return "pong with the same 125 bytes"
+
+
+fail_case("ping.126_bytes_1002", lambda c: [c.frame(PING, b"x" * 126)], 1002)
+fail_case("ping.fragmented_1002", lambda c: [c.frame(PING, b"x", fin=False)], 1002)
+
+
+@case("ping.unsolicited_pong_ignored")
+def _():
+    c = Conn()
+    c.send(PONG, "unasked")
+    c.send(TEXT, "after")
+    assert c.message() == (TEXT, b"after")
+    c.close()
+    return "ignored"
+
+
+@case("ping.ten_pings_ten_pongs_in_order")
+def _():
+    c = Conn(pings="keep")
+    for i in range(10):
+        c.send(PING, str(i))
+    for i in range(10):
+        fin, rsv, op, payload = c.recv()
+        assert op == PONG and payload == str(i).encode(), (op, payload)
+    c.close()
+    return "10 pongs"
+
+
+@case("ping.between_fragments")
+def _():
+    c = Conn(pings="keep")
+    c.send(TEXT, "frag", fin=False)
+    c.send(PING, "mid")
+    c.send(CONT, "ment")
+    fin, rsv, op, payload = c.recv()
+    assert op == PONG and payload == b"mid", (op, payload)
+    fin, rsv, op, payload = c.recv()
+    assert op == TEXT and payload == b"fragment", (op, payload)
+    c.close()
+    return "pong, then the message"
+
+# ---- 3. Reserved bits -------------------------------------------------------------------------
+
+for rsv in (1, 2, 3, 4, 7):
+    fail_case("rsv.%d_on_text_1002" % rsv, lambda c, rsv=rsv: [c.frame(TEXT, "x", rsv=rsv)], 1002)
+fail_case("rsv.on_ping_1002", lambda c: [c.frame(PING, "x", rsv=1)], 1002)
+fail_case("rsv.after_a_good_message_1002",
+          lambda c: [c.frame(TEXT, "fine"), c.frame(BINARY, b"x", rsv=2)], 1002)
+
+# ---- 4. Opcodes -------------------------------------------------------------------------------
+
+for op in (3, 4, 5, 6, 7, 0xB, 0xC, 0xD, 0xE, 0xF):
+    fail_case("opcode.%x_1002" % op, lambda c, op=op: [c.frame(op, b"x")], 1002)
+
+# ---- 5. Fragmentation -------------------------------------------------------------------------
+
+
+@case("fragment.text_in_three")
+def _():
+    c = Conn("/csp/ws_echo")
+    c.send(TEXT, "one ", fin=False)
+    c.send(CONT, "two ", fin=False)
+    c.send(CONT, "three")
+    assert c.message() == (TEXT, b"one two three")
+    c.close()
+    return "reassembled"
+
+
+@case("fragment.binary_with_empty_fragments")
+def _():
+    c = Conn("/csp/ws_echo")
+    c.send(BINARY, b"", fin=False)
+    c.send(CONT, b"\x00\x01", fin=False)
+    c.send(CONT, b"", fin=False)
+    c.send(CONT, b"\x02")
+    assert c.message() == (BINARY, b"\x00\x01\x02")
+    c.close()
+    return "reassembled"
+
+
+@case("fragment.hundred_one_byte_fragments")
+def _():
+    c = Conn("/csp/ws_echo")
+    data = b"".join(c.frame(TEXT if i == 0 else CONT, "a", fin=(i == 99)) for i in range(100))
+    c.send_raw(data)
+    assert c.message() == (TEXT, b"a" * 100)
+    c.close()
+    return "reassembled"
+
+
+fail_case("fragment.continuation_first_1002", lambda c: [c.frame(CONT, "x")], 1002)
+fail_case("fragment.continuation_after_a_whole_message_1002",
+          lambda c: [c.frame(TEXT, "whole"), c.frame(CONT, "x")], 1002)
+fail_case("fragment.text_inside_a_message_1002",
+          lambda c: [c.frame(TEXT, "a", fin=False), c.frame(TEXT, "b")], 1002)
+fail_case("fragment.binary_inside_a_message_1002",
+          lambda c: [c.frame(BINARY, b"a", fin=False), c.frame(BINARY, b"b")], 1002)
+
+# ---- 6. UTF-8 handling ------------------------------------------------------------------------
+
+VALID = ["κόσμε".encode(), "\U0001F600 emoji".encode(), b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xf4\x8f\xbf\xbf",
+         b"\xc2\x80", b"\xe0\xa0\x80", b"\xf0\x90\x80\x80"]
+INVALID = [b"\xff", b"\xfe", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+           b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\x80", b"\xbf", b"ok\xce", b"\xf0\x80\x80\x80"]
+for i, text in enumerate(VALID):
+    echo_case("utf8.valid_%d" % i, TEXT, text)
+for i, text in enumerate(INVALID):
+    fail_case("utf8.invalid_%d_1007" % i, lambda c, text=text: [c.frame(TEXT, text)], 1007)
+
+
+@case("utf8.valid_split_across_fragments")
+def _():
+    c = Conn("/csp/ws_echo")
+    text = "κόσμε".encode()
+    for i in range(len(text)):
+        c.send(TEXT if i == 0 else CONT, text[i:i + 1], fin=(i == len(text) - 1))
+    assert c.message() == (TEXT, text)
+    c.close()
+    return "one byte per fragment"
+
+
+@case("utf8.invalid_in_a_later_fragment_fails_before_the_end")
+def _():
+    c = Conn("/csp/ws_echo")
+    c.send(TEXT, "good ", fin=False)
+    c.send(CONT, b"\xce\xba\xff", fin=False)  # the message never ends: the failure must come anyway
+    c.expect_close(1007)
+    c.close()
+    return "1007 without waiting for the last fragment"
+
+
+fail_case("utf8.truncated_at_the_end_1007",
+          lambda c: [c.frame(TEXT, b"abc\xe2\x82", fin=False), c.frame(CONT, b"")], 1007)
+
+# ---- 7. Close handling ------------------------------------------------------------------------
+
+
+@case("close.empty_answered_without_code")
+def _():
+    c = Conn()
+    c.send(CLOSE)
+    fin, rsv, op, payload = c.recv()
+    assert op == CLOSE and payload == b"", (op, payload)
+    c.expect_eof()
+    return "empty close back, TCP closed by the server"
+
+
+@case("close.1000_with_reason_answered_1000")
+def _():
+    c = Conn()
+    c.send(CLOSE, close_payload(1000, b"bye"))
+    fin, rsv, op, payload = c.recv()
+    assert op == CLOSE and payload[:2] == close_payload(1000), (op, payload)
+    c.expect_eof()
+    return "1000"
+
+
+for code in (1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 3999, 4000, 4999):
+    @case("close.valid_code_%d_echoed" % code)
+    def _(code=code):
+        c = Conn()
+        c.send(CLOSE, close_payload(code))
+        fin, rsv, op, payload = c.recv()
+        assert op == CLOSE and payload[:2] == close_payload(code), close_text(payload)
+        c.expect_eof()
+        return "%d" % code
+
+for code in (0, 999, 1004, 1005, 1006, 1012, 1013, 1014, 1015, 1016, 1100, 2000, 2999, 5000, 65535):
+    fail_case("close.invalid_code_%d_1002" % code, lambda c, code=code: [c.frame(CLOSE, close_payload(code))], 1002)
+fail_case("close.one_byte_payload_1002", lambda c: [c.frame(CLOSE, b"\x03")], 1002)
+fail_case("close.reason_not_utf8_1007", lambda c: [c.frame(CLOSE, close_payload(1000, b"\xff\xfe"))], 1007)
+
+
+@case("close.data_after_close_ignored")
+def _():
+    c = Conn()
+    c.send_raw(c.frame(CLOSE, close_payload(1000)) + c.frame(TEXT, "late"))
+    fin, rsv, op, payload = c.recv()
+    assert op == CLOSE, (op, payload)
+    c.expect_eof()
+    return "no echo of the late message"
+
+
+@case("close.server_initiated_by_handler")
+def _():
+    c = Conn()
+    c.send(TEXT, "before")
+    c.send(TEXT, "close 4000 done here")
+    assert c.message() == (TEXT, b"before")
+    fin, rsv, op, payload = c.recv()
+    assert op == CLOSE and payload == close_payload(4000, b"done here"), close_text(payload)
+    c.send(CLOSE, close_payload(4000))
+    c.expect_eof()
+    return "4000 'done here', answered, then TCP closed"
+
+
+@case("close.handler_hears_the_peer_code")
+def _():
+    c = Conn()
+    c.send(CLOSE, close_payload(3001, b"see you"))
+    c.recv()
+    c.expect_eof()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        status, _, body = handshake_answer("/csp/ws_probe?last=close", headers=[])
+        if body.startswith(b"3001 see you"):
+            return "on_close heard 3001 'see you'"
+        time.sleep(0.05)
+    raise AssertionError("on_close heard %r" % body)
+
+
+@case("close.handler_hears_1006_when_the_peer_vanishes")
+def _():
+    c = Conn()
+    c.send(TEXT, "x")
+    c.message()
+    c.sock.close()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        status, _, body = handshake_answer("/csp/ws_probe?last=close", headers=[])
+        if body.startswith(b"1006"):
+            return "on_close heard 1006"
+        time.sleep(0.05)
+    raise AssertionError("on_close heard %r" % body)
+
+# ---- 9. Limits and performance ----------------------------------------------------------------
+
+
+@case("limits.message_at_the_limit_echoed")
+def _():
+    c = Conn("/csp/ws_echo")
+    body = os.urandom(ARGS.max_message)
+    c.send(BINARY, body)
+    assert c.message(10) == (BINARY, body)
+    c.close()
+    return "%d bytes" % len(body)
+
+
+fail_case("limits.frame_over_the_limit_1009_before_its_payload",
+          lambda c: [c.frame(BINARY, b"", length=ARGS.max_message + 1)], 1009)
+fail_case("limits.fragments_over_the_limit_1009",
+          lambda c: [c.frame(BINARY, b"x" * (ARGS.max_message // 2), fin=False),
+                     c.frame(CONT, b"x" * (ARGS.max_message // 2), fin=False), c.frame(CONT, b"x")], 1009)
+
+
+@case("performance.thousand_1k_messages_in_order")
+def _():
+    c = Conn("/csp/ws_echo")
+    started = time.time()
+    batch = b"".join(c.frame(TEXT, ("%04d" % i) + "x" * 1020) for i in range(1000))
+    c.send_raw(batch)
+    for i in range(1000):
+        op, got = c.message()
+        assert got[:4] == ("%04d" % i).encode(), "message %d came as %r" % (i, got[:4])
+    c.close()
+    return "1000 in %.0f ms" % ((time.time() - started) * 1000)
+
+
+@case("performance.many_connections_at_once")
+def _():
+    conns = [Conn("/csp/ws_echo") for _ in range(50)]
+    for i, c in enumerate(conns):
+        c.send(TEXT, "c%d" % i)
+    for i, c in enumerate(conns):
+        assert c.message() == (TEXT, ("c%d" % i).encode())
+        c.close()
+    return "50 connections"
+
+# ---- cspd: back-pressure, threads, topics -----------------------------------------------------
+
+
+@case("cspd.loop_sender_told_again_past_the_mark")
+def _():
+    c = Conn()
+    c.send(TEXT, "flood 32")  # 2 MiB from the loop, with nobody reading yet
+    time.sleep(0.3)
+    count, answer = 0, None
+    while answer is None:
+        op, data = c.message(10)
+        if op == BINARY:
+            count += 1
+        else:
+            answer = data.decode()
+    again, refused = map(int, answer.split()[1:])
+    assert count == 32 and refused == 0 and again > 0, (count, answer)
+    c.close()
+    return "32 messages, CSP_AGAIN %d times" % again
+
+
+@case("cspd.loop_sender_ignoring_again_is_cut_1008")
+def _():
+    c = Conn()
+    c.send(TEXT, "flood 200")  # 12.5 MiB: past 32 times the mark
+    c.expect_close(1008, timeout=10)
+    return "1008"
+
+
+@case("cspd.thread_sender_waits_for_room_in_order")
+def _():
+    c = Conn()
+    c.send(TEXT, "thread 3000")
+    time.sleep(0.5)  # let the thread fill the outbox and wait
+    for i in range(3000):
+        op, data = c.message()
+        assert data == ("t%d" % i).encode(), "message %d came as %r" % (i, data)
+    c.close()
+    return "3000 in order"
+
+
+@case("cspd.topics_reach_every_subscriber")
+def _():
+    a, b, other = Conn(), Conn(), Conn()
+    a.send(TEXT, "sub room")
+    b.send(TEXT, "sub room")
+    other.send(TEXT, "sub elsewhere")
+    assert a.message() == (TEXT, b"subscribed room")
+    assert b.message() == (TEXT, b"subscribed room")
+    assert other.message() == (TEXT, b"subscribed elsewhere")
+    for i in range(20):
+        a.send(TEXT, "pub room m%d" % i)
+    for c in (a, b):
+        got = []
+        while len(got) < 20:
+            op, data = c.message()
+            if data.startswith(b"published"):
+                assert data == b"published 0", data
+                continue
+            got.append(data)
+        assert got == [("m%d" % i).encode() for i in range(20)], got
+    b.send(TEXT, "unsub room")
+    assert b.message() == (TEXT, b"unsubscribed room")
+    a.send(TEXT, "pub room after")
+    op, data = a.message()
+    assert data in (b"after", b"published 0")
+    b.send(TEXT, "still here")
+    assert b.message() == (TEXT, b"still here"), "b got a message after unsubscribing"
+    other.send(TEXT, "nothing for me")
+    assert other.message() == (TEXT, b"nothing for me")
+    for c in (a, b, other):
+        c.close()
+    return "20 messages in order to both, none after unsubscribe or to another topic"
+
+
+# ---- timing (a server with --ws-ping-interval 1 --ws-idle-timeout 3) --------------------------
+
+TIMING = []
+
+
+def timing(name):
+    def register(fn):
+        TIMING.append((name, fn))
+        return fn
+    return register
+
+
+@timing("timing.server_pings_a_silent_peer")
+def _():
+    c = Conn(pings="keep")
+    fin, rsv, op, payload = c.recv(timeout=4)
+    assert op == PING, op
+    c.send(PONG, payload)
+    fin, rsv, op, payload = c.recv(timeout=4)
+    assert op == PING, op
+    c.close()
+    return "pinged, and again after the pong"
+
+
+@timing("timing.peer_that_stops_answering_closed_1001")
+def _():
+    c = Conn(pings="keep")
+    started = time.time()
+    fin, rsv, op, payload = c.recv(timeout=4)
+    assert op == PING, op
+    c.expect_close(1001, timeout=6)
+    return "1001 after %.1f s" % (time.time() - started)
+
+
+@timing("idle.silent_peer_closed_1001")
+def _():
+    c = Conn(pings="keep")
+    c.send(TEXT, "x")
+    c.message()
+    started = time.time()
+    c.expect_close(1001, timeout=8)
+    took = time.time() - started
+    assert took > 1.5, "closed after %.1f s, before --ws-idle-timeout" % took
+    return "1001 after %.1f s" % took
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("--tls", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--max-message", type=int, default=65536)
+    parser.add_argument("--timing", action="store_true")
+    ARGS = parser.parse_args()
+    results = {}
+    for name, fn in (TIMING if ARGS.timing else CASES):
+        if not name.startswith(ARGS.only):
+            continue
+        try:
+            detail = fn()
+            results[name] = {"ok": True, "detail": detail or ""}
+        except Exception as e:  # noqa: BLE001 -- every failure is a result
+            results[name] = {"ok": False, "detail": "%s: %s" % (type(e).__name__, e)}
+    json.dump(results, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
