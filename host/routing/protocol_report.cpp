@@ -16,6 +16,8 @@ const char* const kProtocolNames[] = {"HTTP/1.1", "HTTP/2"};
 struct ProtocolSummary {
     std::uint64_t requests[2]{}, connections = 0, streams = 0, resets_received = 0;
     std::uint64_t resets_sent[kH2ErrorCodes]{}, goaways[std::size_t(H2Goaway::count)]{};
+    std::uint64_t ws_opened = 0, ws_closed = 0, ws_messages_in = 0, ws_messages_out = 0, ws_bytes_in = 0,
+                  ws_bytes_out = 0, ws_delivered = 0, ws_closes[kWsCloseKinds]{};
 };
 
 ProtocolSummary summarize(const SharedStats& stats) {
@@ -29,6 +31,14 @@ ProtocolSummary summarize(const SharedStats& stats) {
         sum.resets_received += read(slot.h2_resets_received);
         for (std::size_t e = 0; e < kH2ErrorCodes; ++e) sum.resets_sent[e] += read(slot.h2_resets_sent[e]);
         for (std::size_t g = 0; g < std::size_t(H2Goaway::count); ++g) sum.goaways[g] += read(slot.h2_goaways[g]);
+        sum.ws_opened += read(slot.ws_opened);
+        sum.ws_closed += read(slot.ws_closed);
+        sum.ws_messages_in += read(slot.ws_messages_in);
+        sum.ws_messages_out += read(slot.ws_messages_out);
+        sum.ws_bytes_in += read(slot.ws_bytes_in);
+        sum.ws_bytes_out += read(slot.ws_bytes_out);
+        sum.ws_delivered += read(slot.ws_delivered);
+        for (std::size_t k = 0; k < kWsCloseKinds; ++k) sum.ws_closes[k] += read(slot.ws_closes[k]);
     }
     return sum;
 }
@@ -55,6 +65,23 @@ void protocol_metrics(std::string& out, const SharedStats& stats) {
     for (std::size_t g = 0; g < std::size_t(H2Goaway::count); ++g)
         sample(out, "cspd_http2_goaways_sent_total", std::string("reason=\"") + kH2GoawayNames[g] + "\"",
                double(sum.goaways[g]));
+    family(out, "cspd_websockets_open", "gauge", "WebSocket conversations open now.");
+    sample(out, "cspd_websockets_open", "", double(sum.ws_opened - std::min(sum.ws_opened, sum.ws_closed)));
+    family(out, "cspd_websockets_total", "counter", "WebSocket conversations accepted.");
+    sample(out, "cspd_websockets_total", "", double(sum.ws_opened));
+    family(out, "cspd_websocket_messages_total", "counter", "Whole WebSocket messages, by direction (out: publishes included).");
+    sample(out, "cspd_websocket_messages_total", "direction=\"in\"", double(sum.ws_messages_in));
+    sample(out, "cspd_websocket_messages_total", "direction=\"out\"", double(sum.ws_messages_out));
+    family(out, "cspd_websocket_bytes_total", "counter", "WebSocket bytes on the wire, frames and all, by direction.");
+    sample(out, "cspd_websocket_bytes_total", "direction=\"in\"", double(sum.ws_bytes_in));
+    sample(out, "cspd_websocket_bytes_total", "direction=\"out\"", double(sum.ws_bytes_out));
+    family(out, "cspd_websocket_closes_total", "counter", "WebSocket conversations ended, by close code (1006: without a close frame).");
+    for (std::size_t k = 0; k < kWsCloseKinds; ++k)
+        sample(out, "cspd_websocket_closes_total", std::string("code=\"") + kWsCloseNames[k] + "\"",
+               double(sum.ws_closes[k]));
+    family(out, "cspd_websocket_published_deliveries_total", "counter",
+           "Published messages put in a subscriber's outbox (the fan-out of csp_publish).");
+    sample(out, "cspd_websocket_published_deliveries_total", "", double(sum.ws_delivered));
 }
 
 void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats) {
@@ -72,6 +99,18 @@ void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats) 
     auto& goaways = http2["goaways_sent"] = nlohmann::ordered_json::object();
     for (std::size_t g = 0; g < std::size_t(H2Goaway::count); ++g) goaways[kH2GoawayNames[g]] = sum.goaways[g];
     doc["http2"] = std::move(http2);
+    nlohmann::ordered_json ws;
+    ws["open"] = sum.ws_opened - std::min(sum.ws_opened, sum.ws_closed);
+    ws["accepted"] = sum.ws_opened;
+    ws["messages_in"] = sum.ws_messages_in;
+    ws["messages_out"] = sum.ws_messages_out;
+    ws["bytes_in"] = sum.ws_bytes_in;
+    ws["bytes_out"] = sum.ws_bytes_out;
+    ws["published_deliveries"] = sum.ws_delivered;
+    auto& closes = ws["closes"] = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < kWsCloseKinds; ++k)
+        if (sum.ws_closes[k]) closes[kWsCloseNames[k]] = sum.ws_closes[k];
+    doc["websocket"] = std::move(ws);
 }
 
 }  // namespace cspd

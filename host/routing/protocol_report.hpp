@@ -1,5 +1,6 @@
-// What /metrics and /-/status say of the protocols: requests by protocol, and HTTP/2's
-// connections, streams, resets and GOAWAYs, summed over every loop's slot.
+// What /metrics and /-/status say of the protocols: requests by protocol, HTTP/2's connections,
+// streams, resets and GOAWAYs, and WebSocket's conversations, messages, bytes and closes, summed
+// over every loop's slot.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -10,9 +11,9 @@ namespace cspd {
 
 struct SharedStats;
 
-/// Appends the cspd_requests_by_protocol_total and cspd_http2_* families.
+/// Appends the cspd_requests_by_protocol_total, cspd_http2_* and cspd_websocket* families.
 void protocol_metrics(std::string& out, const SharedStats& stats);
-/// Adds "http1" and "http2" objects to a /-/status document.
+/// Adds "http1", "http2" and "websocket" objects to a /-/status document.
 void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats);
 
 }  // namespace cspd

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Life-cycle scenarios with open WebSockets, driven by websocket_test.cpp, built on ws_frames.py's
+raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong and exits 1.
+
+  ws_scenarios.py reload PORT NEW_SO TARGET   a conversation open on version 1 keeps talking to it
+                                              after NEW_SO (version 2) is renamed over TARGET;
+                                              new ones get version 2
+  ws_scenarios.py drain PORT PID              SIGTERM to PID: every open WebSocket hears close 1001
+  ws_scenarios.py hold PORT COUNT SECONDS     COUNT idle WebSockets held open SECONDS, then each echoes
+  ws_scenarios.py crash PORT                  "crash" in on_message: the connection dies, others live
+"""
+import argparse
+import os
+import shutil
+import signal
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ws_frames  # noqa: E402
+from ws_frames import CLOSE, TEXT, Conn, Closed  # noqa: E402
+
+
+def version_of(conn):
+    conn.send(TEXT, "version")
+    op, data = conn.message()
+    return data.decode()
+
+
+def reload(args):
+    old = Conn()
+    assert version_of(old) == "version 1", "before: %s" % version_of(old)
+    staged = args.target + ".new"
+    shutil.copyfile(args.new_so, staged)
+    os.rename(staged, args.target)
+    deadline = time.time() + 10
+    while True:
+        fresh = Conn()
+        if version_of(fresh) == "version 2":
+            break
+        fresh.close()
+        if time.time() > deadline:
+            raise AssertionError("version 2 never answered")
+        time.sleep(0.1)
+    assert version_of(old) == "version 1", "the open conversation moved to %s" % version_of(old)
+    old.send(TEXT, "still here")
+    assert old.message() == (TEXT, b"still here")
+    old.send(CLOSE, struct.pack(">H", 1000))
+    old.expect_eof()
+    fresh.close()
+    return "the open conversation stayed on version 1; new ones got version 2"
+
+
+def drain(args):
+    conns = [Conn("/csp/ws_echo") for _ in range(3)]
+    for c in conns:
+        c.send(TEXT, "hi")
+        assert c.message() == (TEXT, b"hi")
+    os.kill(args.pid, signal.SIGTERM)
+    for c in conns:
+        reason = c.expect_close(1001, timeout=10)
+        assert reason == b"server stopping", reason
+    return "3 WebSockets closed 1001 'server stopping' and answered"
+
+
+def hold(args):
+    conns = []
+    for i in range(args.count):
+        conns.append(Conn("/csp/ws_echo"))
+    time.sleep(args.seconds)
+    for i, c in enumerate(conns):
+        c.send(TEXT, "c%d" % i)
+    for i, c in enumerate(conns):
+        assert c.message(10) == (TEXT, ("c%d" % i).encode()), "connection %d" % i
+    for c in conns:
+        c.close()
+    return "%d WebSockets held open, each echoed afterwards" % args.count
+
+
+def crash(args):
+    bystander = Conn("/csp/ws_echo")
+    victim = Conn()
+    victim.send(TEXT, "crash")
+    try:
+        victim.recv(10)
+        raise AssertionError("the crashing conversation went on")
+    except (Closed, ConnectionResetError):
+        pass
+    return "the crashing conversation was cut"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("port", type=int)
+    parser.add_argument("rest", nargs="*")
+    args = parser.parse_args()
+    ws_frames.ARGS = argparse.Namespace(port=args.port, tls=False)
+    if args.scenario == "reload":
+        args.new_so, args.target = args.rest
+    elif args.scenario == "drain":
+        args.pid = int(args.rest[0])
+    elif args.scenario == "hold":
+        args.count, args.seconds = int(args.rest[0]), float(args.rest[1])
+    try:
+        print("ok: " + {"reload": reload, "drain": drain, "hold": hold, "crash": crash}[args.scenario](args))
+    except Exception as e:  # noqa: BLE001
+        print("failed: %s: %s" % (type(e).__name__, e))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
