@@ -21,6 +21,17 @@ TEST(StreamOutbox, FramesChunksAfterTheHeadAndEndsWithTheLastChunk) {
     EXPECT_EQ(out.end().code, -1);
 }
 
+TEST(StreamOutbox, KeepsAWebSocketFrameWholeAndEndsWithTheCloseFrame) {
+    using namespace std::string_view_literals;
+    StreamOutbox out(StreamOutbox::Framing::raw, {});
+    EXPECT_TRUE(out.write_parts("\x81\x02"sv, "hi", false).poke);
+    EXPECT_EQ(out.write_parts("\x81\x00"sv, "", false).code, 0);  // an empty message still has its head
+    EXPECT_EQ(out.end_with("\x88\x00"sv).code, 0);
+    EXPECT_EQ(out.take(), "\x81\x02hi\x81\x00\x88\x00"sv);
+    EXPECT_EQ(out.write_parts("\x81\x01"sv, "x", false).code, -1);  // nothing after the close
+    EXPECT_EQ(out.end_with("\x88\x00"sv).code, -1);
+}
+
 TEST(StreamOutbox, WritesRawBytesForHttp10AndNothingForHead) {
     StreamOutbox raw(StreamOutbox::Framing::raw, "H");
     raw.write("abc", false);
