@@ -18,6 +18,7 @@
 #include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/exchange/topic_board.hpp"
+#include "serving/exchange/topic_relay.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
@@ -153,6 +154,15 @@ private:
         // csp_publish reaches this process's topics from any thread.
         TopicBoard::instance().set_max_message(config_.ws_max_message);
         Publisher::set_current(&TopicBoard::instance());
+        if (role_ && config_.workers > 1) {
+            // Publishes reach the other workers' subscribers, and theirs reach this one's.
+            relay_ = std::make_unique<TopicRelay>(
+                role_->master, role_->index, config_.workers,
+                [](std::string_view topic, std::string_view data, bool binary) {
+                    TopicBoard::instance().deliver_here(topic, data, binary);
+                });
+            TopicBoard::instance().set_relay(relay_.get());
+        }
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
@@ -337,6 +347,9 @@ private:
             ::_exit(0);
         }
         loops_.clear();  // drops the last references: cleanup hooks run, libraries unload
+        // No handler code is left to publish: the relay can go.
+        TopicBoard::instance().set_relay(nullptr);
+        relay_.reset();
         if (role_)
             spdlog::info("worker {} (pid {}) stopped", role_->index, ::getpid());
         else
@@ -346,6 +359,7 @@ private:
 
     const Config& config_;
     const std::optional<WorkerRole> role_;
+    std::unique_ptr<TopicRelay> relay_;  // with more than one worker: topics across them
     const unsigned first_slot_;
     StaticFiles www_;
     SharedStatsMapping shared_;

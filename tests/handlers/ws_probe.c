@@ -3,9 +3,11 @@
  *   "close CODE REASON"   csp_ws_close(CODE, REASON)
  *   "sub TOPIC" / "unsub TOPIC"   subscribe / unsubscribe, answered "subscribed TOPIC" / "unsubscribed TOPIC"
  *   "pub TOPIC TEXT"      csp_publish(TOPIC, TEXT) from the loop, answered "published N" (its return)
+ *   "pubbig TOPIC N"      publishes N binary bytes 'B' to TOPIC
  *   "flood N"             sends N binary messages of 64 KiB from the loop, answered "flooded AGAIN-COUNT -1-COUNT"
  *   "thread N"            a thread of its own sends N text messages "t0".."tN-1", waiting for room
  *   "version"             answered with PROBE_VERSION
+ *   "pid"                 answered with the worker's pid
  *   "crash"               a null store (the crash tests)
  * The request is refused 403 without ?let=in, to show a handler decides before accepting; with
  * ?protocol=NAME it chooses that subprotocol. GET ?last=close answers the last close on_close heard
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef PROBE_VERSION
 #define PROBE_VERSION 1
@@ -73,6 +76,17 @@ static void on_message(csp_ws *ws, const void *data, size_t size, int binary, vo
         if (!text) return;
         *text++ = '\0';
         reply_text(ws, "published %ld", csp_publish_text(ws->api, topic, text), 0);
+    } else if (strncmp(command, "pubbig ", 7) == 0) {
+        char *topic = command + 7;
+        char *count = strchr(topic, ' ');
+        if (!count) return;
+        *count++ = '\0';
+        const size_t n = (size_t)strtoul(count, NULL, 10);
+        char *bytes = (char *)malloc(n ? n : 1);
+        if (!bytes) return;
+        memset(bytes, 'B', n);
+        reply_text(ws, "published %ld", csp_publish(ws->api, topic, bytes, n, CSP_WS_BINARY), 0);
+        free(bytes);
     } else if (strncmp(command, "flood ", 6) == 0) {
         static char block[64 * 1024];
         long again = 0, refused = 0;
@@ -90,6 +104,8 @@ static void on_message(csp_ws *ws, const void *data, size_t size, int binary, vo
         s->count = atoi(command + 7);
         if (pthread_create(&thread, NULL, send_from_thread, s) == 0) pthread_detach(thread);
         else free(s);
+    } else if (strcmp(command, "pid") == 0) {
+        reply_text(ws, "pid %ld", (long)getpid(), 0);
     } else if (strcmp(command, "version") == 0) {
         reply_text(ws, "version %ld", PROBE_VERSION, 0);
     } else if (strcmp(command, "crash") == 0) {

@@ -24,7 +24,8 @@ const std::string kNodeClient = std::string(CSPD_TEST_SOURCE_DIR) + "/ws/echo_cl
 class WebSocket : public ::testing::Test {
 protected:
     void start(std::vector<std::string> more = {}) {
-        std::vector<std::string> args = {"--workers", "1", "--tls-port", "0", "--tls-self-signed"};
+        std::vector<std::string> args = {"--tls-port", "0", "--tls-self-signed"};
+        if (std::find(more.begin(), more.end(), "--workers") == more.end()) args.insert(args.end(), {"--workers", "1"});
         if (std::find(more.begin(), more.end(), "--ws-max-message") == more.end())
             args.insert(args.end(), {"--ws-max-message", "65536"});  // what ws_frames.py's limit cases expect
         args.insert(args.end(), more.begin(), more.end());
@@ -125,6 +126,12 @@ TEST_F(WebSocket, OpenConversationsCountTowardMaxConnections) {
         const auto answer = fetch(server_->port(), "/csp/ws_echo");
         return answer && answer->status == 426;
     }, 5s));
+}
+
+TEST_F(WebSocket, TopicsReachSubscribersOnEveryWorker) {
+    start({"--workers", "2"});
+    const std::string out = scenario("workers " + std::to_string(server_->port()));
+    EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
 }
 
 TEST_F(WebSocket, CountedInMetricsAndStatus) {

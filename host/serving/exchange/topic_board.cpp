@@ -1,5 +1,6 @@
 #include "serving/exchange/topic_board.hpp"
 
+#include "serving/exchange/topic_relay.hpp"
 #include "serving/exchange/websocket_link.hpp"
 #include "websocket/frame_head.hpp"
 
@@ -67,6 +68,17 @@ void TopicBoard::leave_all(WebSocketLink& link) noexcept {
 
 int TopicBoard::publish(std::string_view topic, std::string_view data, bool binary) noexcept {
     if (data.size() > max_message_) return -1;
+    if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) {
+        try {
+            if (!relay->forward(topic, data, binary)) return -1;
+        } catch (const std::bad_alloc&) {
+            return -1;
+        }
+    }
+    return deliver_here(topic, data, binary);
+}
+
+int TopicBoard::deliver_here(std::string_view topic, std::string_view data, bool binary) noexcept {
     std::vector<std::shared_ptr<WebSocketLink>> subscribers;
     std::string frame;
     try {

@@ -3,11 +3,13 @@
 // one publisher published. Any thread, under one lock; a publish copies the subscriber list and
 // sends outside it, so one slow topic does not hold the others.
 //
-// One per process (the handler layer reaches it as its Publisher).
+// One per process (the handler layer reaches it as its Publisher); a TopicRelay carries its
+// publishes to the other workers and theirs to it.
 #pragma once
 
 #include "handler/websocket_channel.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -18,6 +20,7 @@
 
 namespace cspd {
 
+class TopicRelay;
 class WebSocketLink;
 
 class TopicBoard final : public Publisher {
@@ -31,7 +34,12 @@ public:
     /// The conversation closed: it leaves every topic.
     void leave_all(WebSocketLink& link) noexcept;
 
+    /// Here, and through the relay (if any) to the other workers.
     int publish(std::string_view topic, std::string_view data, bool binary) noexcept override;
+    /// To this worker's subscribers only (what the relay brings from the others).
+    int deliver_here(std::string_view topic, std::string_view data, bool binary) noexcept;
+    /// What carries publishes to the other workers (null: none; set before serving, cleared after).
+    void set_relay(TopicRelay* relay) { relay_.store(relay, std::memory_order_release); }
 
     /// Messages longer than this are refused (--ws-max-message).
     void set_max_message(std::size_t bytes) { max_message_ = bytes; }
@@ -42,6 +50,7 @@ private:
     mutable std::mutex mutex_;
     std::unordered_map<std::string, std::vector<std::shared_ptr<WebSocketLink>>> topics_;
     std::size_t max_message_ = 1024 * 1024;
+    std::atomic<TopicRelay*> relay_{nullptr};
 };
 
 }  // namespace cspd

@@ -8,6 +8,8 @@ raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong a
   ws_scenarios.py drain PORT PID              SIGTERM to PID: every open WebSocket hears close 1001
   ws_scenarios.py hold PORT COUNT SECONDS     COUNT idle WebSockets held open SECONDS, then each echoes
   ws_scenarios.py crash PORT                  "crash" in on_message: the connection dies, others live
+  ws_scenarios.py workers PORT                subscribers on two workers all hear what one publishes,
+                                              in order, big messages (in pieces) included
 """
 import argparse
 import os
@@ -19,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ws_frames  # noqa: E402
-from ws_frames import CLOSE, TEXT, Conn, Closed  # noqa: E402
+from ws_frames import BINARY, CLOSE, TEXT, Conn, Closed  # noqa: E402
 
 
 def version_of(conn):
@@ -90,6 +92,48 @@ def crash(args):
     return "the crashing conversation was cut"
 
 
+def workers(args):
+    by_pid = {}
+    conns = []
+    deadline = time.time() + 10
+    while len(by_pid) < 2 or len(conns) < 6:
+        c = Conn()
+        c.send(TEXT, "pid")
+        pid = c.message()[1].decode()
+        by_pid.setdefault(pid, []).append(c)
+        conns.append(c)
+        if time.time() > deadline:
+            raise AssertionError("every connection landed on one worker: %s" % list(by_pid))
+    for c in conns:
+        c.send(TEXT, "sub lobby")
+        assert c.message() == (TEXT, b"subscribed lobby")
+    # Which worker publishes does not matter: take one of each in turn.
+    publishers = [group[0] for group in by_pid.values()]
+    sent = []
+    for i in range(30):
+        text = "m%d" % i
+        publishers[i % len(publishers)].send(TEXT, "pub lobby " + text)
+        sent.append(text)
+    publishers[-1].send(TEXT, "pubbig lobby 60000")  # past one datagram: carried in pieces
+    for c in conns:
+        got, big = [], None
+        while len(got) < len(sent) or big is None:
+            op, data = c.message(10)
+            if op == BINARY:
+                big = data
+            elif not data.startswith(b"published"):
+                got.append(data.decode())
+        assert big == b"B" * 60000, "the big message came as %d bytes" % len(big)
+        # Each publisher's messages in its order (two publishers interleave freely).
+        for p in range(len(publishers)):
+            mine = [m for m in sent[:30] if int(m[1:]) % len(publishers) == p]
+            heard = [m for m in got if m in mine]
+            assert heard == mine, "out of order from publisher %d: %s" % (p, heard)
+    for c in conns:
+        c.close()
+    return "%d subscribers on %d workers heard all 31 messages in each publisher's order" % (len(conns), len(by_pid))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
@@ -104,7 +148,8 @@ def main():
     elif args.scenario == "hold":
         args.count, args.seconds = int(args.rest[0]), float(args.rest[1])
     try:
-        print("ok: " + {"reload": reload, "drain": drain, "hold": hold, "crash": crash}[args.scenario](args))
+        print("ok: " + {"reload": reload, "drain": drain, "hold": hold, "crash": crash,
+                        "workers": workers}[args.scenario](args))
     except Exception as e:  # noqa: BLE001
         print("failed: %s: %s" % (type(e).__name__, e))
         sys.exit(1)
