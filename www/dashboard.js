@@ -99,10 +99,23 @@ function draw(status) {
     workers.append(row);
   }
   drawTls(status.tls);
+  drawProtocols(status);
   const live = status.handlers.filter((h) => h.state === "live" || h.state === "rolled back" || (h.state === "vetting" && h.version)).length;
   document.getElementById("summary").textContent =
     `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
     `${status.worker_restarts} worker restart(s); up since ${new Date(status.started_unix_ms).toLocaleString()}`;
+}
+
+// Requests by protocol, and the WebSocket conversations: open now, messages, how they ended.
+function drawProtocols(status) {
+  const n = (x) => Number(x || 0).toLocaleString();
+  const ws = status.websocket || {};
+  const closes = Object.entries(ws.closes || {}).map(([code, count]) => `${n(count)}×${code}`).join(", ") || "none";
+  document.getElementById("protocols-summary").textContent =
+    `HTTP/1.1: ${n(status.http1?.requests)} request(s). HTTP/2: ${n(status.http2?.requests)} request(s) on ` +
+    `${n(status.http2?.connections)} connection(s). WebSocket: ${n(ws.open)} open of ${n(ws.accepted)} accepted, ` +
+    `${n(ws.messages_in)} message(s) in, ${n(ws.messages_out)} out, ${n(ws.published_deliveries)} published ` +
+    `deliveries; closes ${closes}.`;
 }
 
 // Shown only when the server serves HTTPS (--tls-port): its certificates as the key process judged them.

@@ -42,6 +42,7 @@ try {
           document.querySelector('[data-handler="hello"]')?.textContent.includes("requests 100"),
     null, { timeout: 10000 });
   result.hello_counted = await page.textContent('[data-handler="hello"] .numbers');
+  result.protocols = await page.textContent("#protocols-summary");
   await page.screenshot({ path: `${screenshots}-desktop.png`, fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(600); // one poll at the new width

@@ -48,6 +48,9 @@ TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
     EXPECT_TRUE(result.at("ok").get<bool>()) << out;
     EXPECT_NE(result.at("broken_reason").get<std::string>().find("built for SDK ABI version 3.0"), std::string::npos)
         << out;
+    // The protocols line: the 200 requests above were HTTP/1.1; no WebSocket yet.
+    EXPECT_NE(result.at("protocols").get<std::string>().find("WebSocket: 0 open of 0 accepted"), std::string::npos)
+        << out;
     // The page polls twice a second: a change shows well within a second of the server seeing it.
     std::printf("dropped handler shown after %d ms, broken one after %d ms; screenshots in %s\n",
                 result.at("dropped_shown_ms").get<int>(), result.at("broken_shown_ms").get<int>(),

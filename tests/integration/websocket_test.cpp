@@ -32,6 +32,7 @@ protected:
         server_.emplace(args, false);
         std::filesystem::copy_file(test_handler("ws_probe.so"), server_->handlers() / "ws_probe.so");
         std::filesystem::copy_file(test_handler("examples/ws_echo.so"), server_->handlers() / "ws_echo.so");
+        std::filesystem::copy_file(test_handler("examples/chat.so"), server_->handlers() / "chat.so");
         server_->start();
         ASSERT_TRUE(eventually([&] { return fetch(server_->port(), "/csp/ws_echo").has_value(); }, 5s));
     }
@@ -132,6 +133,17 @@ TEST_F(WebSocket, TopicsReachSubscribersOnEveryWorker) {
     start({"--workers", "2"});
     const std::string out = scenario("workers " + std::to_string(server_->port()));
     EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
+}
+
+TEST_F(WebSocket, TheChatExampleWorksInChromiumAcrossTwoWorkers) {
+    start({"--workers", "2"});
+    const std::string out = run_command("node " + std::string(CSPD_TEST_SOURCE_DIR) + "/browser/chat.mjs http://127.0.0.1:" +
+                                        std::to_string(server_->port()) + "/csp/chat 2>&1");
+    const std::size_t brace = out.rfind('{');
+    ASSERT_NE(brace, std::string::npos) << out;
+    const json result = json::parse(out.substr(brace));
+    EXPECT_TRUE(result.value("ok", false)) << out << server_->log();
+    EXPECT_NE(result["workers"][0], result["workers"][1]) << out;
 }
 
 TEST_F(WebSocket, CountedInMetricsAndStatus) {

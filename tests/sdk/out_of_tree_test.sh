@@ -26,6 +26,8 @@ mkdir -p "$work/one-line"
 cflags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags cspd-sdk)
 c++ -O2 -shared -fPIC $cflags "$src/examples/greet.cpp" -o "$work/one-line/greet_pc.so" || fail "c++ one-liner"
 cc -O2 -shared -fPIC $cflags "$src/examples/visits.c" -o "$work/one-line/visits_pc.so" || fail "cc one-liner"
+cc -O2 -shared -fPIC $cflags "$src/examples/ws_echo.c" -o "$work/one-line/ws_echo.so" || fail "cc ws_echo"
+c++ -std=c++20 -O2 -shared -fPIC $cflags "$src/examples/chat.cpp" -o "$work/one-line/chat.so" || fail "c++ chat"
 
 # `cspd new` skeletons build as they are, in both languages.
 (cd "$work/one-line" && "$work/prefix/bin/cspd" new hi_c --lang c && "$work/prefix/bin/cspd" new hi_cpp) \

@@ -287,5 +287,6 @@ private:
     CSP_CPP_ENTRY_(handle_fn) CSP_BLOCKING_HANDLER_WITH_CONTEXT(csp_cpp_entry_, init_fn, cleanup_fn)
 
 #include <csp/later.hpp>
+#include <csp/websocket.hpp>
 
 #endif // CSP_CSP_HPP
