@@ -47,7 +47,6 @@ FrameReader::Error FrameReader::begin_frame() {
     if (is_control(opcode_)) {
         if (!fin_) return Error::fragmented_control;
         if (size > kMaxControlPayload) return Error::control_too_long;
-        control_size_ = 0;
     } else if (opcode_ == Opcode::continuation) {
         if (!in_message_) return Error::unexpected_continuation;
     } else if (in_message_) {
@@ -125,11 +124,17 @@ FrameReader::Result FrameReader::feed(char* data, std::size_t size, Sink& sink) 
         at += take;
         payload_left_ -= take;
         if (is_control(opcode_)) {
-            std::memcpy(control_ + control_size_, piece.data(), piece.size());
-            control_size_ = static_cast<std::uint8_t>(control_size_ + piece.size());
-            if (payload_left_ > 0) break;
+            std::string_view whole = piece;
+            if (control_size_ > 0 || payload_left_ > 0) {  // in pieces: gathered
+                if (!control_) control_ = std::make_unique<char[]>(kMaxControlPayload);
+                std::memcpy(control_.get() + control_size_, piece.data(), piece.size());
+                control_size_ = static_cast<std::uint8_t>(control_size_ + piece.size());
+                if (payload_left_ > 0) break;
+                whole = std::string_view(control_.get(), control_size_);
+            }
             in_payload_ = false;
-            if (!sink.on_control(opcode_, std::string_view(control_, control_size_))) {
+            control_size_ = 0;
+            if (!sink.on_control(opcode_, whole)) {
                 result.stopped = true;
                 break;
             }

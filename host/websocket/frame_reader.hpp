@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace cspd::ws {
@@ -84,7 +85,9 @@ private:
     unsigned char mask_[4] = {};
     std::uint8_t mask_at_ = 0;
     std::uint8_t control_size_ = 0;
-    char control_[kMaxControlPayload];
+    // A control frame's payload cut by the end of a feed waits here (made when first needed: most
+    // come whole, and an idle connection should stay small).
+    std::unique_ptr<char[]> control_;
     Error failed_ = Error::none;
 };
 

@@ -94,9 +94,26 @@ int TopicBoard::deliver_here(std::string_view topic, std::string_view data, bool
     } catch (const std::bad_alloc&) {
         return -1;
     }
+    // Each loop is told once for all its subscribers that have something new, not once each.
     int result = 0;
-    for (const auto& link : subscribers)
-        if (link->send_frame(frame) == CSP_AGAIN) result = CSP_AGAIN;
+    std::vector<std::pair<LoopInbox*, std::vector<std::shared_ptr<WebSocketLink>>>> to_wake;
+    for (auto& link : subscribers) {
+        bool poke = false;
+        if (link->put_frame(frame, poke) == CSP_AGAIN) result = CSP_AGAIN;
+        if (!poke) continue;
+        try {
+            LoopInbox* inbox = &link->inbox();
+            auto loop = std::find_if(to_wake.begin(), to_wake.end(), [&](const auto& w) { return w.first == inbox; });
+            if (loop == to_wake.end()) loop = to_wake.insert(to_wake.end(), {inbox, {}});
+            loop->second.push_back(link);
+        } catch (const std::bad_alloc&) {
+            link->wake_later();  // told on its own
+        }
+    }
+    for (auto& [inbox, links] : to_wake)
+        inbox->post([links = std::move(links)] {
+            for (const auto& link : links) link->wake();
+        });
     return result;
 }
 

@@ -40,14 +40,21 @@ int WebSocketLink::send(std::string_view data, bool binary) noexcept {
     }
 }
 
-int WebSocketLink::send_frame(std::string_view frame) noexcept {
+int WebSocketLink::put_frame(std::string_view frame, bool& poke) noexcept {
     try {
-        const int code = after_write(outbox_.write(frame, false));
+        StreamOutbox::Result result = outbox_.write(frame, false);
+        const int code = checked(result);
+        poke = result.poke;
         if (code >= 0) delivered_.fetch_add(1, std::memory_order_relaxed);
         return code;
     } catch (const std::bad_alloc&) {
+        poke = false;
         return -1;
     }
+}
+
+void WebSocketLink::wake() {
+    if (const std::shared_ptr<Owner> session = owner_.lock()) session->link_output();
 }
 
 int WebSocketLink::close(unsigned code, std::string_view reason) noexcept {
@@ -73,6 +80,12 @@ int WebSocketLink::unsubscribe(std::string_view topic) noexcept {
 }
 
 int WebSocketLink::after_write(StreamOutbox::Result result) {
+    const int code = checked(result);
+    if (result.poke) poke();
+    return code;
+}
+
+int WebSocketLink::checked(StreamOutbox::Result& result) {
     if (result.overflow && !overflowed_.exchange(true, std::memory_order_acq_rel)) {
         spdlog::warn("handler {}: a WebSocket's peer left {} KiB unread and more was sent to it; it is closed "
                      "(1008)",
@@ -80,7 +93,6 @@ int WebSocketLink::after_write(StreamOutbox::Result result) {
         outbox_.close();
         result.poke = true;  // the loop cuts the conversation
     }
-    if (result.poke) poke();
     return result.code;
 }
 

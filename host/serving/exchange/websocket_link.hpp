@@ -49,9 +49,15 @@ public:
     int subscribe(std::string_view topic) noexcept override;
     int unsubscribe(std::string_view topic) noexcept override;
 
-    /// A message framed already (a publish to a topic): never waits. 0, CSP_AGAIN, or -1 (closed, or
-    /// refused past the hard limit: the conversation is then cut).
-    int send_frame(std::string_view frame) noexcept;
+    /// A message framed already (a publish to a topic): never waits, and leaves telling the loop to
+    /// the caller, who may tell it once for many (`poke` set: call wake() on the loop). 0, CSP_AGAIN,
+    /// or -1 (closed, or refused past the hard limit: the conversation is then cut).
+    int put_frame(std::string_view frame, bool& poke) noexcept;
+    /// On the loop: the session takes what waits (after put_frame said to poke).
+    void wake();
+    /// From any thread: the same, through the loop's inbox.
+    void wake_later() { poke(); }
+    LoopInbox& inbox() const { return *inbox_; }
 
     // The loop's side.
     /// Everything that waits, taken out; counted as the socket's until room() says otherwise.
@@ -76,7 +82,9 @@ public:
     std::vector<std::string> topics;
 
 private:
+    /// Cuts a writer that ignored back-pressure past the hard limit; the result's code.
     int after_write(StreamOutbox::Result result);
+    int checked(StreamOutbox::Result& result);
     void poke();
 
     std::shared_ptr<LoopInbox> inbox_;

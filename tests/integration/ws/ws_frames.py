@@ -736,6 +736,25 @@ def _():
     return "20 messages in order to both, none after unsubscribe or to another topic"
 
 
+@case("cspd.publisher_told_when_a_subscriber_does_not_read")
+def _():
+    slow, publisher = Conn(), Conn()
+    slow.send(TEXT, "sub slow-reader")
+    assert slow.message() == (TEXT, b"subscribed slow-reader")
+    answers = []
+    for i in range(120):  # 7 MB to a reader that reads nothing meanwhile: past the mark, short of the cut
+        publisher.send(TEXT, "pubbig slow-reader 60000")
+        answers.append(publisher.message(10)[1].decode())
+    again = sum(1 for a in answers if a == "published 1")
+    assert again > 0, "the publisher was never told CSP_AGAIN: %s" % answers[-3:]
+    for i in range(120):
+        op, data = slow.message(10)
+        assert op == BINARY and len(data) == 60000, (op, len(data))
+    slow.close()
+    publisher.close()
+    return "told CSP_AGAIN %d times of 120; the reader then got all 120" % again
+
+
 # ---- timing (a server with --ws-ping-interval 1 --ws-idle-timeout 3) --------------------------
 
 TIMING = []
