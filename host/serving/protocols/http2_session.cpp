@@ -6,6 +6,7 @@
 #include "common/clocks.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/loop_context.hpp"
+#include "serving/protocols/lent_read.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <nghttp2/nghttp2.h>
@@ -72,20 +73,13 @@ void Http2Session::on_readable() {
 }
 
 void Http2Session::read_now() {
-    char* buffer = loop_.buffers.acquire();
-    if (!buffer) {
-        spdlog::error("client {}:{}: no memory for a read buffer; closing", address_, port_);
-        close();
-        return;
-    }
-    const Transport::Moved got = transport_.read(buffer, BufferPool::kBufferSize);
-    if (got.io == Transport::Io::done) {
+    // nghttp2 keeps what it needs of the bytes: the buffer goes back at once.
+    const Transport::Io io = read_lent(loop_.buffers, transport_, address_, port_, [&](char* bytes, std::size_t size) {
         last_read_ = coarse_now_ms();
-        process({buffer, got.bytes});  // nghttp2 keeps what it needs: the buffer goes back at once
-    }
-    loop_.buffers.release(buffer);
+        process({bytes, size});
+    });
     if (closed_) return;
-    if (got.io == Transport::Io::closed || got.io == Transport::Io::failed) {
+    if (io == Transport::Io::closed || io == Transport::Io::failed) {
         close();  // the client is gone, and every stream with it
         return;
     }

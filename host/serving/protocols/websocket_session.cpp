@@ -4,6 +4,7 @@
 #include "common/crash_context.hpp"
 #include "serving/exchange/topic_board.hpp"
 #include "serving/loop_context.hpp"
+#include "serving/protocols/lent_read.hpp"
 #include "stats/shared_stats.hpp"
 #include "websocket/frame_head.hpp"
 
@@ -60,20 +61,12 @@ void WebSocketSession::on_readable() {
 }
 
 void WebSocketSession::read_now() {
-    char* buffer = loop_.buffers.acquire();
-    if (!buffer) {
-        spdlog::error("client {}:{}: no memory for a read buffer; closing", address_, port_);
-        close();
-        return;
-    }
-    const Transport::Moved got = transport_.read(buffer, BufferPool::kBufferSize);
-    if (got.io == Transport::Io::done) {
+    const Transport::Io io = read_lent(loop_.buffers, transport_, address_, port_, [&](char* bytes, std::size_t size) {
         last_read_ = coarse_now_ms();
-        process(buffer, got.bytes);
-    }
-    loop_.buffers.release(buffer);
+        process(bytes, size);
+    });
     if (closed_) return;
-    if (got.io == Transport::Io::closed || got.io == Transport::Io::failed) {
+    if (io == Transport::Io::closed || io == Transport::Io::failed) {
         close();  // gone without a close frame (or after ours, without answering): 1006
         return;
     }
