@@ -143,6 +143,9 @@ void add_tls_options(CLI::App& app, Config& config, Readings& read) {
         ->capture_default_str()
         ->check(CLI::Range(0u, 20u * 86400u))
         ->group(group);
+    app.add_flag("--no-ws-deflate", [&config](std::int64_t) { config.ws_deflate = false; },
+                 "never compress WebSocket messages (permessage-deflate is otherwise accepted when a client offers it)")
+        ->group(group);
     app.add_flag("--https-redirect", config.https_redirect,
                  "the plain port answers 308 to the same URL over HTTPS (the /-/ probes excepted)")
         ->needs(tls_port)

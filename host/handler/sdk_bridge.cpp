@@ -201,6 +201,7 @@ void HandlerReply::reset(HandlerAbi abi) {
     websocket_source_ = nullptr;
     websocket_ = nullptr;
     websocket_protocol_.clear();
+    websocket_extensions_.clear();
     // No buffer until the first append: a deferred reply that waits holds none. A loop's reply
     // keeps what it grew to (up to kKeepCapacity), so the request path allocates only once.
     if (buffer_.size() > kKeepCapacity) std::string().swap(buffer_);

@@ -41,6 +41,8 @@ public:
     /// The WebSocket the handler accepted during this call, or null; and the subprotocol it chose.
     WebSocketChannel* websocket() const { return websocket_; }
     std::string_view websocket_protocol() const { return websocket_protocol_; }
+    /// The extensions the conversation speaks (permessage-deflate's answer), as the 101 says them.
+    std::string_view websocket_extensions() const { return websocket_extensions_; }
 
     csp_reply* raw() { return &reply_; }
     std::string_view body() const { return {reply_.data, reply_.size}; }
@@ -72,6 +74,10 @@ private:
     WebSocketChannel* websocket_ = nullptr;
     std::string websocket_protocol_;
     csp_reply reply_{};
+
+public:
+    /// Written by whoever accepts the conversation (the session, through HandlerCall).
+    std::string websocket_extensions_;
 };
 
 class HandlerRequestView {

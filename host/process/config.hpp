@@ -21,6 +21,7 @@ struct Config {
     std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it is refused (close 1009)
     unsigned ws_ping_interval_s = 30;          ///< a WebSocket silent this long is pinged (0: never)
     unsigned ws_idle_timeout_s = 300;          ///< a WebSocket peer silent this long is closed (0: never)
+    bool ws_deflate = true;                    ///< permessage-deflate when a client offers it
     std::string user;                        ///< --user: workers' account when started as root (empty: nobody)
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files

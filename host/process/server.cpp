@@ -50,7 +50,8 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
                           config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
                           config.body_memory_bytes, config.upload_dir,      config.min_body_rate,
                           config.send_timeout_s,    config.http2,           config.h2_max_streams,
-                          config.ws_max_message,    config.ws_ping_interval_s, config.ws_idle_timeout_s};
+                          config.ws_max_message,    config.ws_ping_interval_s, config.ws_idle_timeout_s,
+                          config.ws_deflate};
     options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
                        config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
                        config.static_max_age_s, config.slow_call_warn_ms,

@@ -106,7 +106,10 @@ PendingReply* HandlerCall::Hook::defer() noexcept {
 WebSocketChannel* HandlerCall::Hook::accept_websocket(const csp_ws_callbacks& callbacks) noexcept {
     HandlerCall& call = *self;
     if (!call.pending_ || !call.current_) return nullptr;
-    return call.pending_->accept_websocket(callbacks, call.entry_->version, call.current_->stats);
+    WebSocketChannel* channel = call.pending_->accept_websocket(call.current_->view.request(), callbacks,
+                                                                call.entry_->version, call.current_->stats,
+                                                                call.current_->reply.websocket_extensions_);
+    return channel;
 }
 
 CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchange, std::string_view path_info,
@@ -171,8 +174,8 @@ CallStatus HandlerCall::accepted_websocket(CallState& call, const HandlerVersion
         spdlog::warn("handler {}: accepted a WebSocket but returned {}; the 101 is sent all the same",
                      handler.describe(), returned ? std::to_string(*returned) : "by throwing");
     if (call.stats) bump(call.stats->requests[status_class(101)]);
-    ws::append_accept(exchange.out(), exchange.request, call.reply.websocket_protocol(), {},
-                      call.reply.extra_headers());
+    ws::append_accept(exchange.out(), exchange.request, call.reply.websocket_protocol(),
+                      call.reply.websocket_extensions(), call.reply.extra_headers());
     return {HttpStatus::switching_protocols, HttpStatus::switching_protocols};
 }
 

@@ -46,10 +46,11 @@ public:
     /// The handler accepts its request as a WebSocket (csp_ws_accept): the conversation that
     /// follows the 101, pinning `version` and counted in `stats`; null where the protocol cannot
     /// carry one (the handler then answers as usual).
-    virtual WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks,
-                                               std::shared_ptr<const HandlerVersion> version,
-                                               HandlerStats* stats) noexcept {
-        (void)callbacks, (void)version, (void)stats;
+    /// `extensions` gets the Sec-WebSocket-Extensions the 101 says (empty: none).
+    virtual WebSocketChannel* accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
+                                               std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                               std::string& extensions) noexcept {
+        (void)request, (void)callbacks, (void)version, (void)stats, (void)extensions;
         return nullptr;
     }
 

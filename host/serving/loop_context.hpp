@@ -41,6 +41,7 @@ struct ConnectionLimits {
     std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it: close 1009
     unsigned ws_ping_interval_s = 30;          ///< a WebSocket that read nothing this long is pinged (0: never)
     unsigned ws_idle_timeout_s = 300;          ///< a WebSocket that read nothing this long is closed (0: never)
+    bool ws_deflate = true;                    ///< permessage-deflate is accepted when a client offers it
 };
 
 class AccessLines;

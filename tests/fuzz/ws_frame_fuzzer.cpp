@@ -2,7 +2,9 @@
 // split-invariance -- the same bytes fed whole, in two pieces cut where the input says, and one byte
 // at a time give the same events (data frames with their payloads, control frames) and the same
 // verdict; control payloads never exceed 125 bytes and data frames carry what they announced; and
-// the incremental UTF-8 check agrees with a plain decoder, whole and byte by byte.
+// the incremental UTF-8 check agrees with a plain decoder, whole and byte by byte; and inflating
+// the bytes as a permessage-deflate message never keeps more than its limit.
+#include "websocket/deflate.hpp"
 #include "websocket/frame_reader.hpp"
 #include "websocket/utf8_validator.hpp"
 
@@ -101,5 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     cspd::ws::Utf8Validator piecewise;
     for (std::size_t i = 0; i < size; ++i) piecewise.feed({reinterpret_cast<const char*>(data) + i, 1});
     if (piecewise.complete() != valid) std::abort();
+
+    std::string inflated;
+    constexpr std::size_t kLimit = 64 * 1024;
+    cspd::ws::inflate_message({reinterpret_cast<const char*>(data), size}, inflated, kLimit);
+    if (inflated.size() > kLimit) std::abort();
     return 0;
 }

@@ -89,6 +89,12 @@ TEST_F(WebSocket, RealClientsTalkToIt) {
     EXPECT_NE(node.find("ok tls"), std::string::npos) << node;
 }
 
+TEST_F(WebSocket, NoWsDeflateDeclinesCompression) {
+    start({"--no-ws-deflate"});
+    EXPECT_EQ(scenario("extensions " + std::to_string(server_->port())), "ok: none\n");
+    EXPECT_EQ(run_cases(server_->port(), "--only framing.text_65536"), 1u);
+}
+
 TEST_F(WebSocket, AReloadLeavesOpenConversationsOnTheVersionThatAcceptedThem) {
     start();
     const std::string out = scenario("reload " + std::to_string(server_->port()) + " " +

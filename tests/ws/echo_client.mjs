@@ -20,6 +20,9 @@ function next(ws) {
 
 async function echo(url, options) {
   const ws = await open(url, options);
+  if (!ws.extensions.includes("permessage-deflate")) throw new Error("not compressed: " + ws.extensions);
+  ws.send("compressible ".repeat(4000));
+  if ((await next(ws)).data.toString() !== "compressible ".repeat(4000)) throw new Error("a compressed message");
   for (const size of [0, 10, 126, 65000]) {
     const text = "ü".repeat(size / 2);
     ws.send(text);

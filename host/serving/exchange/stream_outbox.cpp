@@ -30,7 +30,7 @@ StreamOutbox::Result StreamOutbox::put(std::size_t size, bool may_wait, Append a
     if (may_wait) room_.wait(lock, [&] { return closed_ || ended_ || held() < kHighWater; });
     if (closed_ || ended_) return {-1};
     if (framing_ == Framing::none || size == 0) return {0};  // HEAD: the body is not sent
-    if (held() + size > kHardLimit && held() > 0) return {-1, false, true};
+    if (!may_wait && held() + size > kHardLimit && held() > 0) return {-1, false, true};
     if (framing_ == Framing::chunked) {
         char digits[20];
         const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, size, 16);
@@ -90,8 +90,9 @@ StreamOutbox::Result StreamOutbox::end_with(std::string_view last) {
     return result;
 }
 
-std::string StreamOutbox::take() {
+std::string StreamOutbox::take(bool* ended) {
     std::lock_guard lock(mutex_);
+    if (ended) *ended = ended_;
     poke_pending_ = false;
     std::string taken;
     taken.swap(bytes_);

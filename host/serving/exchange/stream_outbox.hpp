@@ -20,7 +20,8 @@ public:
     enum class Framing { chunked, raw, none };
     /// Past this much waiting (here and in the socket's backlog) writers are held back.
     static constexpr std::size_t kHighWater = 256 * 1024;
-    /// A loop writer that ignores CSP_AGAIN is refused past this: the stream is cut.
+    /// A loop writer that ignores CSP_AGAIN is refused past this: the stream is cut. (A writer that
+    /// waits for room is never cut: it waited until the bytes held were below the mark.)
     static constexpr std::size_t kHardLimit = 32 * kHighWater;
 
     /// What a write came to.
@@ -43,8 +44,9 @@ public:
     /// Appends the end of the body (the last chunk); later writes are refused.
     Result end();
 
-    /// Loop: everything that waits, taken out. It counts as backlog until set_backlog.
-    std::string take();
+    /// Loop: everything that waits, taken out. It counts as backlog until set_backlog. `ended`, if
+    /// given, says whether the end (end() or end_with()) is among the bytes taken.
+    std::string take(bool* ended = nullptr);
     /// Loop: the socket still holds `backlog` bytes of the stream. Wakes waiting writers when
     /// there is room; true when a loop writer was told CSP_AGAIN and may write again.
     bool set_backlog(std::size_t backlog);

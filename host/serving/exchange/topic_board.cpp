@@ -17,6 +17,7 @@ TopicBoard& TopicBoard::instance() {
 int TopicBoard::subscribe(std::string_view topic, std::shared_ptr<WebSocketLink> link) noexcept {
     try {
         std::lock_guard lock(mutex_);
+        if (link->left_topics) return -1;  // closed: it would never leave again
         std::string name(topic);
         if (std::find(link->topics.begin(), link->topics.end(), name) != link->topics.end()) return 0;
         auto& subscribers = topics_[name];
@@ -64,6 +65,7 @@ void TopicBoard::leave_all(WebSocketLink& link) noexcept {
         if (subscribers.empty()) topics_.erase(it);
     }
     link.topics.clear();
+    link.left_topics = true;
 }
 
 int TopicBoard::publish(std::string_view topic, std::string_view data, bool binary) noexcept {
@@ -99,7 +101,14 @@ int TopicBoard::deliver_here(std::string_view topic, std::string_view data, bool
     std::vector<std::pair<LoopInbox*, std::vector<std::shared_ptr<WebSocketLink>>>> to_wake;
     for (auto& link : subscribers) {
         bool poke = false;
-        if (link->put_frame(frame, poke) == CSP_AGAIN) result = CSP_AGAIN;
+        const int put = link->put_frame(frame, poke);
+        if (put == CSP_AGAIN) result = CSP_AGAIN;
+        if (put < 0 && !poke) {
+            // Closed meanwhile: this copy may be its last reference, let go on its loop (it pins a
+            // handler version, whose unload must not run on this thread).
+            link->inbox().post([gone = std::move(link)] {});
+            continue;
+        }
         if (!poke) continue;
         try {
             LoopInbox* inbox = &link->inbox();

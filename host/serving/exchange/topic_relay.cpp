@@ -29,10 +29,13 @@ struct ChunkHead {
     std::uint8_t reserved;
 };
 
-sockaddr_un address_of(pid_t master, unsigned index, socklen_t& length) {
+/// Worker `index`'s socket name: two per index (`bank` 0 or 1), so that a worker's successor, started
+/// while it still serves (a graceful replacement), has a name of its own; publishes go to both.
+sockaddr_un address_of(pid_t master, unsigned index, unsigned bank, socklen_t& length) {
     sockaddr_un where{};
     where.sun_family = AF_UNIX;
-    const std::string name = "cspd-" + std::to_string(master) + "-topics-" + std::to_string(index);
+    const std::string name =
+        "cspd-" + std::to_string(master) + "-topics-" + std::to_string(index) + (bank ? "b" : "a");
     // Abstract: a leading NUL, no file to leave behind or to guard.
     std::memcpy(where.sun_path + 1, name.data(), name.size());
     length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
@@ -59,18 +62,18 @@ TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver d
     const int buffer = 4 * 1024 * 1024;  // capped by the system's rmem_max / wmem_max
     ::setsockopt(socket_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
     ::setsockopt(socket_, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
-    const timeval patience{1, 0};  // a worker that reads nothing for this long loses the datagram
-    ::setsockopt(socket_, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
-    socklen_t length = 0;
-    const sockaddr_un mine = address_of(master_, index_, length);
-    // The worker this one replaces may hold the name a little longer: try for a few seconds.
-    for (int attempt = 0; ::bind(socket_, reinterpret_cast<const sockaddr*>(&mine), length) != 0; ++attempt) {
-        if (errno != EADDRINUSE || attempt == 50) {
+    // Bank a, or b when the worker this one replaces still holds a (it keeps it until it has
+    // drained); a third process of one index waits for one to be free.
+    for (int attempt = 0;; ++attempt) {
+        socklen_t length = 0;
+        const sockaddr_un mine = address_of(master_, index_, bank_ = attempt % 2, length);
+        if (::bind(socket_, reinterpret_cast<const sockaddr*>(&mine), length) == 0) break;
+        if (errno != EADDRINUSE || attempt == 200) {
             const int error = errno;
             ::close(socket_);
             throw std::system_error(error, std::system_category(), "topic relay bind");
         }
-        ::usleep(100'000);
+        if (attempt % 2) ::usleep(100'000);
     }
     sender_ = std::thread([this] { send_loop(); });
     receiver_ = std::thread([this] { receive_loop(); });
@@ -117,10 +120,11 @@ void TopicRelay::send_loop() {
 void TopicRelay::send_to_all(const Message& message) {
     const std::uint64_t id = next_id_++;
     std::string datagram;
-    for (unsigned peer = 0; peer < workers_; ++peer) {
-        if (peer == index_) continue;
+    for (unsigned target = 0; target < 2 * workers_; ++target) {
+        const unsigned peer = target / 2, bank = target % 2;
+        if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
         socklen_t length = 0;
-        const sockaddr_un where = address_of(master_, peer, length);
+        const sockaddr_un where = address_of(master_, peer, bank, length);
         std::size_t offset = 0;
         do {
             const std::size_t piece = std::min(kChunk, message.data.size() - offset);
@@ -135,15 +139,16 @@ void TopicRelay::send_to_all(const Message& message) {
             datagram.append(message.topic).append(message.data, offset, piece);
             ssize_t sent;
             do {
-                sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
-                                length);
+                sent = ::sendto(socket_, datagram.data(), datagram.size(), MSG_DONTWAIT,
+                                reinterpret_cast<const sockaddr*>(&where), length);
             } while (sent < 0 && errno == EINTR);
             if (sent < 0) {
-                // ECONNREFUSED: the worker is restarting; EAGAIN: it did not read for a second.
+                // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
+                // EAGAIN: its queue is full -- it does not read -- and waiting would hold up the others.
                 if (errno != ECONNREFUSED) {
                     lost_.fetch_add(1, std::memory_order_relaxed);
-                    spdlog::warn("topics: worker {} took no message for a second ({}); a message to topic {} is "
-                                 "lost for its subscribers",
+                    spdlog::warn("topics: worker {} is not reading ({}); a message to topic {} is lost for its "
+                                 "subscribers",
                                  peer, std::strerror(errno), message.topic);
                 }
                 break;

@@ -1,6 +1,7 @@
 // Carries csp_publish to the other worker processes of the server, so that a topic's subscribers
 // hear a message whichever worker holds their connection. Each worker binds a datagram socket in
-// the abstract namespace, named after the master and its own index; a publish is queued here
+// the abstract namespace, named after the master, its own index and a bank (a or b: a successor
+// started while the worker it replaces still serves takes the other); a publish is queued here
 // (never waiting) and a sender thread writes it to every other worker's socket, cut into chunks of
 // kChunk bytes; a receiver thread puts what comes into this worker's subscribers' outboxes. Unix
 // datagrams from one socket arrive whole and in order, and one thread sends them: the messages of
@@ -8,8 +9,8 @@
 //
 // Only processes of the same user whose parent is the master are heard (SCM_CREDENTIALS): another
 // local account cannot publish into the server's topics. A worker that is restarting misses what
-// is published meanwhile; a worker that does not read for a second loses what is sent to it then
-// (counted and logged), rather than holding up the others.
+// is published meanwhile; a worker whose queue is full (it does not read) loses what is sent to it
+// then (counted and logged), rather than holding up the others.
 #pragma once
 
 #include <sys/types.h>
@@ -70,6 +71,7 @@ private:
     const pid_t master_;
     const unsigned index_;
     const unsigned workers_;
+    unsigned bank_ = 0;  // which of its index's two names this process holds
     Deliver deliver_;
     int socket_ = -1;
     std::mutex mutex_;

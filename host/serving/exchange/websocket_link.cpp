@@ -2,6 +2,7 @@
 
 #include "serving/blocking_pool.hpp"
 #include "serving/exchange/topic_board.hpp"
+#include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,8 +13,8 @@
 namespace cspd {
 
 WebSocketLink::WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
-                             std::shared_ptr<const HandlerVersion> version, HandlerStats* stats)
-    : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats),
+                             std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate)
+    : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats), deflate_(deflate),
       outbox_(StreamOutbox::Framing::raw, {}) {
     // A handler built against a later 2.x may pass a longer struct: what this host knows is copied.
     std::memcpy(&callbacks_, &callbacks, sizeof callbacks_);
@@ -24,7 +25,17 @@ int WebSocketLink::send(std::string_view data, bool binary) noexcept {
     std::string framed;
     try {
         framed.reserve(ws::kMaxHeadBytes);
-        ws::append_frame_head(framed, binary ? ws::Opcode::binary : ws::Opcode::text, data.size());
+        const ws::Opcode opcode = binary ? ws::Opcode::binary : ws::Opcode::text;
+        // Compressed on the sender's thread, alone (no context is taken over): when it is smaller.
+        thread_local std::string compressed;
+        compressed.clear();
+        if (deflate_ && data.size() >= ws::kDeflateFrom && ws::deflate_message(data, compressed) &&
+            compressed.size() < data.size()) {
+            ws::append_frame_head(framed, opcode, compressed.size(), true, true);
+            data = compressed;
+        } else {
+            ws::append_frame_head(framed, opcode, data.size());
+        }
     } catch (const std::bad_alloc&) {
         return -1;
     }
@@ -64,7 +75,6 @@ int WebSocketLink::close(unsigned code, std::string_view reason) noexcept {
     } catch (const std::bad_alloc&) {
         return -1;
     }
-    handler_closed_.store(true, std::memory_order_release);  // before the loop can take the frame
     const StreamOutbox::Result result = outbox_.end_with(frame);
     if (result.code != 0) return -1;
     if (result.poke) poke();
@@ -97,9 +107,8 @@ int WebSocketLink::checked(StreamOutbox::Result& result) {
 }
 
 void WebSocketLink::poke() {
-    inbox_->post([owner = owner_] {
-        if (const std::shared_ptr<Owner> session = owner.lock()) session->link_output();
-    });
+    // owner_ is read on the loop only: the handle may reach another thread before attach() ran.
+    inbox_->post([self = shared_from_this()] { self->wake(); });
 }
 
 }  // namespace cspd

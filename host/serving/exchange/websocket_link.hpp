@@ -37,8 +37,9 @@ public:
         ~Owner() = default;
     };
 
+    /// `deflate`: the conversation speaks permessage-deflate (messages may be compressed both ways).
     WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
-                  std::shared_ptr<const HandlerVersion> version, HandlerStats* stats);
+                  std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate = false);
 
     /// Loop: the session that carries the conversation from now on.
     void attach(std::weak_ptr<Owner> owner) { owner_ = std::move(owner); }
@@ -61,11 +62,10 @@ public:
 
     // The loop's side.
     /// Everything that waits, taken out; counted as the socket's until room() says otherwise.
-    std::string take() { return outbox_.take(); }
+    /// `closed_by_handler`: the handler's close frame (csp_ws_close) is the last of them.
+    std::string take(bool& closed_by_handler) { return outbox_.take(&closed_by_handler); }
     /// The socket still holds `backlog` bytes: true when the handler's on_writable should run.
     bool room(std::size_t backlog) { return outbox_.set_backlog(backlog); }
-    /// The handler called csp_ws_close: its close frame is among the bytes waiting or taken.
-    bool handler_closed() const { return handler_closed_.load(std::memory_order_acquire); }
     /// A sender ignored back-pressure past the hard limit: the conversation must be cut.
     bool overflowed() const { return overflowed_.load(std::memory_order_acquire); }
     /// Messages sent, and published messages delivered, since the last call (for the loop's counters).
@@ -75,11 +75,14 @@ public:
     void shut() { outbox_.close(); }
 
     const csp_ws_callbacks& callbacks() const { return callbacks_; }
+    bool deflate() const { return deflate_; }
     const HandlerVersion& version() const { return *version_; }
     HandlerStats* stats() const { return stats_; }
 
-    /// The topics it is subscribed to: the TopicBoard's, under its lock.
+    /// The topics it is subscribed to, and whether it has left them for good (closed): the
+    /// TopicBoard's, under its lock.
     std::vector<std::string> topics;
+    bool left_topics = false;
 
 private:
     /// Cuts a writer that ignored back-pressure past the hard limit; the result's code.
@@ -88,12 +91,12 @@ private:
     void poke();
 
     std::shared_ptr<LoopInbox> inbox_;
-    std::weak_ptr<Owner> owner_;  // set on the loop before the handle can reach another thread
+    std::weak_ptr<Owner> owner_;  // loop thread only: set after the handler's call, read by wake()
     csp_ws_callbacks callbacks_;
     std::shared_ptr<const HandlerVersion> version_;
     HandlerStats* stats_;
+    const bool deflate_;
     StreamOutbox outbox_;
-    std::atomic<bool> handler_closed_{false};
     std::atomic<bool> overflowed_{false};
     std::atomic<std::uint64_t> sent_{0};
     std::atomic<std::uint64_t> delivered_{0};

@@ -8,6 +8,7 @@
 #include "serving/exchange/pending_exchange.hpp"
 #include "serving/protocols/http2_session.hpp"
 #include "serving/protocols/websocket_session.hpp"
+#include "websocket/deflate.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -130,13 +131,18 @@ void Http1Session::hand_over_to_http2(std::string_view first_bytes) {
     release_buffer();  // after: `first_bytes` were in it
 }
 
-WebSocketChannel* Http1Session::accept_websocket(const csp_ws_callbacks& callbacks,
-                                                std::shared_ptr<const HandlerVersion> version,
-                                                HandlerStats* stats) noexcept {
+WebSocketChannel* Http1Session::accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
+                                                std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                                std::string& extensions) noexcept {
     if (!work_ || work_->upgrade || lane_ == Lane::probe_reserve || loop_.draining) return nullptr;
     try {
-        work_->upgrade = std::make_shared<WebSocketLink>(loop_.inbox, callbacks, std::move(version), stats);
+        std::optional<std::string> deflate;
+        if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);
+        work_->upgrade =
+            std::make_shared<WebSocketLink>(loop_.inbox, callbacks, std::move(version), stats, deflate.has_value());
+        extensions = deflate.value_or(std::string());
     } catch (const std::bad_alloc&) {
+        work_->upgrade.reset();
         return nullptr;
     }
     return work_->upgrade.get();

@@ -73,8 +73,9 @@ private:
     void on_continue_expected() override;
     PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
-    WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks, std::shared_ptr<const HandlerVersion> version,
-                                       HandlerStats* stats) noexcept override;
+    WebSocketChannel* accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
+                                       std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                       std::string& extensions) noexcept override;
     /// The answer came (on the loop): send it and go on with what was read behind it.
     void answered(PendingExchange& pending, std::optional<int> returned) override;
     /// A stream's bytes wait: send them (or queue them behind a write that waits).

@@ -6,6 +6,7 @@
 #include "serving/loop_context.hpp"
 #include "serving/protocols/lent_read.hpp"
 #include "stats/shared_stats.hpp"
+#include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,6 +18,8 @@ namespace {
 constexpr std::uint32_t kCloseWaitMs = 5000;
 /// A message buffer larger than this is freed after its message, so an idle conversation stays small.
 constexpr std::size_t kKeepMessageCapacity = 64 * 1024;
+/// The most a frame's announced length reserves before its bytes come.
+constexpr std::uint64_t kReserveAhead = 64 * 1024;
 
 }  // namespace
 
@@ -27,6 +30,7 @@ std::shared_ptr<WebSocketSession> WebSocketSession::take_over(Connection& from, 
         next = std::make_shared<WebSocketSession>(from, std::move(link), std::move(queued));
     } catch (const std::bad_alloc&) {
         link->shut();
+        TopicBoard::instance().leave_all(*link);  // subscribed during the call, perhaps
         return nullptr;
     }
     next->link_->attach(next);
@@ -42,7 +46,7 @@ std::shared_ptr<WebSocketSession> WebSocketSession::take_over(Connection& from, 
 }
 
 WebSocketSession::WebSocketSession(Connection& from, std::shared_ptr<WebSocketLink> link, OutputQueue queued) noexcept
-    : Connection(TakeOver{}, from), link_(std::move(link)), queued_(std::move(queued)) {}
+    : Connection(TakeOver{}, from), link_(std::move(link)), queued_(std::move(queued)), reader_(link_->deflate()) {}
 
 WebSocketSession::~WebSocketSession() {
     if (!told_) tell_closed(ws::kAbnormal, {});
@@ -83,10 +87,11 @@ void WebSocketSession::process(char* data, std::size_t size) {
     if (result.error != ws::FrameReader::Error::none) fail(ws::kProtocolError, ws::FrameReader::describe(result.error));
 }
 
-bool WebSocketSession::on_data_frame(ws::Opcode opcode, bool first, bool, bool, std::uint64_t size) {
+bool WebSocketSession::on_data_frame(ws::Opcode opcode, bool first, bool, bool rsv1, std::uint64_t size) {
     if (close_sent_) return true;  // after our close frame, data is read and dropped (§5.5.1)
     if (first) {
         binary_ = opcode == ws::Opcode::binary;
+        compressed_ = rsv1;  // the reader lets RSV1 through only with permessage-deflate
         utf8_.reset();
     }
     if (size > loop_.limits.ws_max_message - message_.size()) {
@@ -94,7 +99,8 @@ bool WebSocketSession::on_data_frame(ws::Opcode opcode, bool first, bool, bool, 
         return false;
     }
     try {
-        message_.reserve(message_.size() + size);
+        // What a frame announces is not trusted with memory: the rest grows as it comes.
+        message_.reserve(message_.size() + std::min<std::uint64_t>(size, kReserveAhead));
     } catch (const std::bad_alloc&) {
         fail(ws::kTooBig, "no memory for the message");
         return false;
@@ -104,7 +110,7 @@ bool WebSocketSession::on_data_frame(ws::Opcode opcode, bool first, bool, bool, 
 
 bool WebSocketSession::on_data(std::string_view payload) {
     if (close_sent_) return true;
-    if (!binary_ && !utf8_.feed(payload)) {
+    if (!binary_ && !compressed_ && !utf8_.feed(payload)) {
         fail(ws::kInvalidPayload, "a text message that is not UTF-8");
         return false;
     }
@@ -114,7 +120,8 @@ bool WebSocketSession::on_data(std::string_view payload) {
 
 bool WebSocketSession::on_data_frame_end(bool fin) {
     if (close_sent_ || !fin) return true;
-    if (!binary_ && !utf8_.complete()) {
+    if (compressed_ && !inflate()) return false;
+    if (!binary_ && !compressed_ && !utf8_.complete()) {
         fail(ws::kInvalidPayload, "a text message that ends inside a UTF-8 sequence");
         return false;
     }
@@ -122,6 +129,22 @@ bool WebSocketSession::on_data_frame_end(bool fin) {
     if (message_.capacity() > kKeepMessageCapacity) std::string().swap(message_);
     else message_.clear();
     return !closed_ && !close_after_write_;
+}
+
+bool WebSocketSession::inflate() {
+    // The compressed bytes counted toward the limit as they came; what they inflate to counts again.
+    std::string whole;
+    switch (ws::inflate_message(message_, whole, loop_.limits.ws_max_message)) {
+    case ws::Inflated::ok: break;
+    case ws::Inflated::too_big: fail(ws::kTooBig, "a compressed message that inflates past --ws-max-message"); return false;
+    case ws::Inflated::corrupt: fail(ws::kInvalidPayload, "a compressed message zlib cannot inflate"); return false;
+    }
+    if (!binary_ && !ws::Utf8Validator::valid(whole)) {
+        fail(ws::kInvalidPayload, "a text message that is not UTF-8");
+        return false;
+    }
+    message_.swap(whole);
+    return true;
 }
 
 void WebSocketSession::deliver() {
@@ -185,7 +208,7 @@ void WebSocketSession::fail(std::uint16_t code, std::string_view why) {
     if (closed_) return;
     spdlog::debug("client {}:{}: WebSocket closed {}: {}", address_, port_, code, why);
     if (!close_sent_) {
-        link_->shut();  // what the handler has not handed to the socket yet is dropped
+        link_->shut();  // what the handler has not handed to the socket yet is dropped (link_output)
         std::string frame;
         ws::append_close_frame(frame, code, code == ws::kInternalError ? std::string_view{} : why);
         queued_.append_owned(std::move(frame));
@@ -216,8 +239,11 @@ void WebSocketSession::send_control(ws::Opcode opcode, std::string_view payload)
 
 void WebSocketSession::link_output() {
     if (closed_) return;
-    std::string bytes = link_->take();
-    if (link_->overflowed()) {
+    const bool closed_before = close_sent_;
+    bool handler_closed = false;
+    std::string bytes = link_->take(handler_closed);
+    if (closed_before) bytes.clear();  // nothing may follow our close frame (§5.5.1)
+    if (link_->overflowed() && !closed_before) {
         fail(ws::kPolicy, "the peer does not read what is sent to it");
         flush();
         return;
@@ -228,8 +254,8 @@ void WebSocketSession::link_output() {
         if (delivered) bump(loop_.slot->ws_delivered, delivered);
     }
     if (!bytes.empty()) queued_.append_owned(std::move(bytes));
-    if (link_->handler_closed() && !close_sent_) {
-        close_sent_ = true;  // its close frame is in what was just taken
+    if (handler_closed && !close_sent_) {
+        close_sent_ = true;  // its close frame is the last of what was just taken
         close_sent_at_ = coarse_now_ms();
     }
     if (!writing_) flush();

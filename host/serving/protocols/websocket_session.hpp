@@ -61,6 +61,9 @@ private:
     bool on_close_frame(std::string_view payload);
     /// Hands a whole message to the handler.
     void deliver();
+    /// A compressed message (permessage-deflate) is whole: inflated in place, within the limit, and
+    /// checked; false if the connection failed.
+    bool inflate();
     /// Fails the connection (RFC 6455 §7.1.7): our close frame with `code`, the handler told, and
     /// the connection closed once the frame is out.
     void fail(std::uint16_t code, std::string_view why);
@@ -86,6 +89,7 @@ private:
     std::uint32_t ping_sent_ = 0;      // when our unanswered ping went (0: none out)
     std::uint32_t close_sent_at_ = 0;  // when our close frame went
     bool binary_ = false;              // the message being reassembled is binary
+    bool compressed_ = false;          // ... and compressed (permessage-deflate's RSV1)
     bool writing_ = false;             // output waits for room: no reads meanwhile
     bool close_sent_ = false;          // our close frame (or the handler's) is queued or gone
     bool close_after_write_ = false;   // the connection closes once the queue is written

@@ -618,8 +618,8 @@ static inline csp_pending *csp_stream_pending(csp_stream *stream) {
 enum { CSP_WS_TEXT = 0, CSP_WS_BINARY = 1 };
 
 /* What the host tells a handler about its WebSocket. Each runs on the event loop that holds the
- * connection -- one at a time for one csp_ws, also for a blocking handler (whose callbacks then
- * must not block either) -- with the `user_data` given here. Grows only at the end. */
+ * connection, one at a time for one csp_ws, with the `user_data` given here; like a handler's call
+ * on a loop, it must not block. Grows only at the end. */
 struct csp_ws_callbacks {
     size_t size; /* sizeof(csp_ws_callbacks) */
     /* A whole message: text (valid UTF-8, checked) or binary, reassembled from its fragments, at most
@@ -645,7 +645,8 @@ struct csp_ws_callbacks {
  * once the handler has returned. During the call, once. The conversation pins the handler's version:
  * a reload sends new conversations to the new version and leaves this one talking to the old until
  * it closes. NULL when the request is not a valid opening handshake (answer with csp_ws_refuse), for
- * a protocol the client did not offer, or when the host cannot: then answer as usual. */
+ * a protocol the client did not offer, from a blocking handler or after csp_reply_defer (not in
+ * 2.4), over HTTP/2, or when the host cannot: then answer as usual. */
 static inline csp_ws *csp_ws_accept(const csp_request *req, csp_reply *reply, const csp_ws_callbacks *callbacks,
                                     const char *protocol) {
     return req->api->ws_accept(req, reply, callbacks, protocol, protocol ? strlen(protocol) : 0);

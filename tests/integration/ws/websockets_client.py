@@ -13,6 +13,11 @@ import websockets
 
 async def main(port, tls_port):
     async with websockets.connect("ws://127.0.0.1:%d/csp/ws_echo" % port, max_size=None) as ws:
+        extensions = ws.response_headers.get("Sec-WebSocket-Extensions", "")
+        assert extensions.startswith("permessage-deflate"), "not compressed: %r" % extensions
+        big = "compressible " * 4000
+        await ws.send(big)
+        assert await ws.recv() == big, "a compressed message"
         for size in (0, 1, 125, 126, 65535, 65536, 60000):
             text = "é" * (size // 2)
             await ws.send(text)
@@ -21,7 +26,7 @@ async def main(port, tls_port):
             await ws.send(data)
             assert await ws.recv() == data, "binary of %d" % size
         latency = await (await ws.ping(b"p"))
-        print("ok echo, ping answered")
+        print("ok echo (permessage-deflate), ping answered")
     async with websockets.connect("ws://127.0.0.1:%d/csp/ws_probe?let=in&protocol=chat" % port,
                                   subprotocols=["superchat", "chat"]) as ws:
         assert ws.subprotocol == "chat", ws.subprotocol

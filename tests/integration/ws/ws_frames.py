@@ -21,6 +21,7 @@ import ssl
 import struct
 import sys
 import time
+import zlib
 
 ARGS = None
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -247,10 +248,11 @@ def echo_case(name, opcode, payload, chop=None, path="/csp/ws_echo"):
 
 
 def fail_case(name, frames, code, path="/csp/ws_probe?let=in"):
-    """Sends `frames` (from a function of the connection) and expects a close with `code`."""
+    """Sends `frames` (from a function of the connection) and expects a close with `code`. Cases named
+    deflate.* offer permessage-deflate."""
     @case(name)
     def run():
-        c = Conn(path)
+        c = Conn(path, extra=DEFLATE if name.startswith("deflate.") else ())
         for data in frames(c):
             c.send_raw(data)
         c.expect_close(code)
@@ -660,6 +662,97 @@ def _():
         assert c.message() == (TEXT, ("c%d" % i).encode())
         c.close()
     return "50 connections"
+
+# ---- permessage-deflate (RFC 7692) ----------------------------------------------------------
+
+DEFLATE = [("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits")]
+ANSWER = "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+
+
+def compress(data):
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    out = c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b"\x00\x00\xff\xff")
+    return out[:-4]
+
+
+def inflate(data):
+    return zlib.decompressobj(-15).decompress(data + b"\x00\x00\xff\xff")
+
+
+@case("deflate.negotiated_without_context_takeover")
+def _():
+    c = Conn("/csp/ws_echo", extra=DEFLATE)
+    assert c.fields.get("sec-websocket-extensions") == [ANSWER], c.fields
+    c.close()
+    return ANSWER
+
+
+@case("deflate.not_offered_not_used")
+def _():
+    c = Conn("/csp/ws_echo")
+    assert "sec-websocket-extensions" not in c.fields, c.fields
+    c.send(TEXT, "x" * 1000)
+    fin, rsv, op, payload = c.recv()
+    assert rsv == 0 and payload == b"x" * 1000, (rsv, len(payload))
+    c.close()
+    return "plain frames"
+
+
+@case("deflate.bad_offers_declined_next_one_taken")
+def _():
+    c = Conn("/csp/ws_echo", extra=[("Sec-WebSocket-Extensions",
+                                     "permessage-deflate; server_max_window_bits=8, permessage-deflate; foo=1, "
+                                     "permessage-deflate; server_max_window_bits=10")])
+    assert c.fields.get("sec-websocket-extensions") == [ANSWER + "; server_max_window_bits=10"], c.fields
+    c.close()
+    c = Conn("/csp/ws_echo", extra=[("Sec-WebSocket-Extensions", "permessage-deflate; client_no_context_takeover; "
+                                                                 "client_no_context_takeover")])
+    assert "sec-websocket-extensions" not in c.fields, c.fields
+    c.close()
+    return "8-bit window and unknown parameters declined; a repeated parameter declines the offer"
+
+
+@case("deflate.compressed_text_echoed_compressed")
+def _():
+    c = Conn("/csp/ws_echo", extra=DEFLATE)
+    text = ("κόσμε hello " * 200).encode()
+    c.send(TEXT, compress(text), rsv=4)
+    fin, rsv, op, payload = c.recv()
+    assert op == TEXT and rsv == 4, (op, rsv)
+    assert inflate(payload) == text
+    echoed = len(payload)
+    c.send(TEXT, "short")  # uncompressed still allowed, both ways
+    fin, rsv, op, payload = c.recv()
+    assert rsv == 0 and payload == b"short", (rsv, payload)
+    c.close()
+    return "%d bytes sent as %d, echoed as %d" % (len(text), len(compress(text)), echoed)
+
+
+@case("deflate.compressed_message_in_fragments")
+def _():
+    c = Conn("/csp/ws_echo", extra=DEFLATE)
+    data = bytes(range(256)) * 50
+    z = compress(data)
+    third = len(z) // 3
+    c.send(BINARY, z[:third], fin=False, rsv=4)
+    c.send(CONT, z[third:2 * third], fin=False)
+    c.send(CONT, z[2 * third:])
+    fin, rsv, op, payload = c.recv()
+    assert op == BINARY and (inflate(payload) if rsv == 4 else payload) == data
+    c.close()
+    return "reassembled, then inflated"
+
+
+fail_case("deflate.bomb_stops_at_the_limit_1009",
+          lambda c: [c.frame(BINARY, compress(b"\0" * (50 * ARGS.max_message)), rsv=4)], 1009, path="/csp/ws_echo")
+fail_case("deflate.corrupt_1007", lambda c: [c.frame(BINARY, b"\xff\xfe\xfd\xfc\xfb", rsv=4)], 1007, path="/csp/ws_echo")
+fail_case("deflate.compressed_text_not_utf8_1007", lambda c: [c.frame(TEXT, compress(b"ok \xed\xa0\x80"), rsv=4)],
+          1007, path="/csp/ws_echo")
+fail_case("deflate.rsv1_on_a_continuation_1002",
+          lambda c: [c.frame(TEXT, compress(b"a"), fin=False, rsv=4), c.frame(CONT, compress(b"b"), rsv=4)], 1002,
+          path="/csp/ws_echo")
+fail_case("deflate.rsv1_on_a_ping_1002", lambda c: [c.frame(PING, b"", rsv=4)], 1002, path="/csp/ws_echo")
 
 # ---- cspd: back-pressure, threads, topics -----------------------------------------------------
 

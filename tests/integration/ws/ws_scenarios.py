@@ -8,6 +8,7 @@ raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong a
   ws_scenarios.py drain PORT PID              SIGTERM to PID: every open WebSocket hears close 1001
   ws_scenarios.py hold PORT COUNT SECONDS     COUNT idle WebSockets held open SECONDS, then each echoes
   ws_scenarios.py crash PORT                  "crash" in on_message: the connection dies, others live
+  ws_scenarios.py extensions PORT             prints the extensions a deflate offer is answered with
   ws_scenarios.py workers PORT                subscribers on two workers all hear what one publishes,
                                               in order, big messages (in pieces) included
 """
@@ -134,6 +135,12 @@ def workers(args):
     return "%d subscribers on %d workers heard all 31 messages in each publisher's order" % (len(conns), len(by_pid))
 
 
+def extensions(args):
+    c = Conn("/csp/ws_echo", extra=[("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits")])
+    c.close()
+    return (c.fields.get("sec-websocket-extensions") or ["none"])[0]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
@@ -149,7 +156,7 @@ def main():
         args.count, args.seconds = int(args.rest[0]), float(args.rest[1])
     try:
         print("ok: " + {"reload": reload, "drain": drain, "hold": hold, "crash": crash,
-                        "workers": workers}[args.scenario](args))
+                        "workers": workers, "extensions": extensions}[args.scenario](args))
     except Exception as e:  # noqa: BLE001
         print("failed: %s: %s" % (type(e).__name__, e))
         sys.exit(1)
