@@ -9,6 +9,7 @@
  *   "version"             answered with PROBE_VERSION
  *   "pid"                 answered with the worker's pid
  *   "crash"               a null store (the crash tests)
+ *   "hang"                never returns (the watchdog's test)
  * The request is refused 403 without ?let=in, to show a handler decides before accepting; with
  * ?protocol=NAME it chooses that subprotocol. GET ?last=close answers the last close on_close heard
  * in this worker, as "CODE REASON". */
@@ -108,6 +109,8 @@ static void on_message(csp_ws *ws, const void *data, size_t size, int binary, vo
         reply_text(ws, "pid %ld", (long)getpid(), 0);
     } else if (strcmp(command, "version") == 0) {
         reply_text(ws, "version %ld", PROBE_VERSION, 0);
+    } else if (strcmp(command, "hang") == 0) {
+        for (;;) pause();
     } else if (strcmp(command, "crash") == 0) {
         volatile int *nowhere = NULL;
         *nowhere = 1;

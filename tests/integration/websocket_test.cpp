@@ -119,6 +119,14 @@ TEST_F(WebSocket, ACrashInACallbackIsBlamedOnItsHandler) {
     EXPECT_TRUE(eventually([&] { return fetch(server_->port(), "/csp/ws_echo").has_value(); }, 10s));
 }
 
+TEST_F(WebSocket, ACallbackThatNeverReturnsIsStoppedByTheWatchdog) {
+    start({"--handler-timeout", "1"});
+    const std::string out = scenario("crash " + std::to_string(server_->port()) + " hang");
+    EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
+    EXPECT_TRUE(server_->wait_for_log("in handler ws_probe.so#", 10s)) << server_->log();
+    EXPECT_TRUE(eventually([&] { return fetch(server_->port(), "/csp/ws_echo").has_value(); }, 10s));
+}
+
 TEST_F(WebSocket, OpenConversationsCountTowardMaxConnections) {
     start({"--max-connections", "20"});
     // Held open, 20 conversations use the budget: the next client is refused while they last.

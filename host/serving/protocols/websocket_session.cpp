@@ -318,7 +318,22 @@ void WebSocketSession::tell_closed(int code, std::string_view reason) {
 
 template <class Call>
 bool WebSocketSession::run_callback(const char* which, Call call) {
+    // Marked for the master's watchdog as a call is: a callback that never returns has its worker
+    // aborted after --handler-timeout, and the crash is blamed on the handler.
+    struct Watched {
+        LoopSlot* slot;
+        explicit Watched(LoopSlot* s, HandlerStats* stats) : slot(s) {
+            if (!slot) return;
+            slot->running_handler.store(stats ? static_cast<std::uint32_t>(stats - slot->handlers().data()) + 1 : 0,
+                                        std::memory_order_relaxed);
+            slot->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_release);
+        }
+        ~Watched() {
+            if (slot) slot->handler_started_ns.store(0, std::memory_order_relaxed);
+        }
+    };
     try {
+        Watched watched(loop_.slot, link_->stats());
         RunningHandler marker(link_->version().label());  // named in the crash report if it brings the process down
         call();
         return true;

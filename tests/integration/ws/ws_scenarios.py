@@ -7,7 +7,8 @@ raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong a
                                               new ones get version 2
   ws_scenarios.py drain PORT PID              SIGTERM to PID: every open WebSocket hears close 1001
   ws_scenarios.py hold PORT COUNT SECONDS     COUNT idle WebSockets held open SECONDS, then each echoes
-  ws_scenarios.py crash PORT                  "crash" in on_message: the connection dies, others live
+  ws_scenarios.py crash PORT [COMMAND]        "crash" (or COMMAND, e.g. "hang") in on_message: the
+                                              connection dies
   ws_scenarios.py extensions PORT             prints the extensions a deflate offer is answered with
   ws_scenarios.py workers PORT                subscribers on two workers all hear what one publishes,
                                               in order, big messages (in pieces) included
@@ -84,7 +85,7 @@ def hold(args):
 def crash(args):
     bystander = Conn("/csp/ws_echo")
     victim = Conn()
-    victim.send(TEXT, "crash")
+    victim.send(TEXT, args.rest[0] if args.rest else "crash")
     try:
         victim.recv(10)
         raise AssertionError("the crashing conversation went on")
