@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -62,6 +63,10 @@ TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver d
     const int buffer = 4 * 1024 * 1024;  // capped by the system's rmem_max / wmem_max
     ::setsockopt(socket_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
     ::setsockopt(socket_, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    // A peer's queue holds few datagrams (net.unix.max_dgram_qlen): a send waits for it to read, a
+    // little, as a busy worker does; one that does not read in that time is passed over for a while.
+    const timeval patience{0, 200'000};
+    ::setsockopt(socket_, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
     // Bank a, or b when the worker this one replaces still holds a (it keeps it until it has
     // drained); a third process of one index waits for one to be free.
     for (int attempt = 0;; ++attempt) {
@@ -75,6 +80,7 @@ TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver d
         }
         if (attempt % 2) ::usleep(100'000);
     }
+    stalled_until_.resize(2 * std::size_t(workers_));
     sender_ = std::thread([this] { send_loop(); });
     receiver_ = std::thread([this] { receive_loop(); });
 }
@@ -120,9 +126,14 @@ void TopicRelay::send_loop() {
 void TopicRelay::send_to_all(const Message& message) {
     const std::uint64_t id = next_id_++;
     std::string datagram;
+    const auto now = std::chrono::steady_clock::now();
     for (unsigned target = 0; target < 2 * workers_; ++target) {
         const unsigned peer = target / 2, bank = target % 2;
         if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
+        if (now < stalled_until_[target]) {
+            lost_.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
         socklen_t length = 0;
         const sockaddr_un where = address_of(master_, peer, bank, length);
         std::size_t offset = 0;
@@ -139,17 +150,19 @@ void TopicRelay::send_to_all(const Message& message) {
             datagram.append(message.topic).append(message.data, offset, piece);
             ssize_t sent;
             do {
-                sent = ::sendto(socket_, datagram.data(), datagram.size(), MSG_DONTWAIT,
-                                reinterpret_cast<const sockaddr*>(&where), length);
+                sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
+                                length);
             } while (sent < 0 && errno == EINTR);
             if (sent < 0) {
                 // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
-                // EAGAIN: its queue is full -- it does not read -- and waiting would hold up the others.
+                // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
+                // stalled worker does not hold up the others' messages.
                 if (errno != ECONNREFUSED) {
                     lost_.fetch_add(1, std::memory_order_relaxed);
-                    spdlog::warn("topics: worker {} is not reading ({}); a message to topic {} is lost for its "
-                                 "subscribers",
-                                 peer, std::strerror(errno), message.topic);
+                    stalled_until_[target] = now + std::chrono::seconds(1);
+                    spdlog::warn("topics: worker {} is not reading ({}); what is published in the next second is "
+                                 "lost for its subscribers",
+                                 peer, std::strerror(errno));
                 }
                 break;
             }

@@ -9,13 +9,15 @@
 //
 // Only processes of the same user whose parent is the master are heard (SCM_CREDENTIALS): another
 // local account cannot publish into the server's topics. A worker that is restarting misses what
-// is published meanwhile; a worker whose queue is full (it does not read) loses what is sent to it
-// then (counted and logged), rather than holding up the others.
+// is published meanwhile. A send waits up to 200 ms for a busy worker to read; one that does not is
+// passed over for a second and loses what is published then (counted and logged), rather than
+// holding up the others.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +28,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace cspd {
 
@@ -80,6 +83,7 @@ private:
     std::size_t queued_bytes_ = 0;
     bool stopping_ = false;
     std::uint64_t next_id_ = 1;  // send thread only
+    std::vector<std::chrono::steady_clock::time_point> stalled_until_;  // send thread only: by target
     std::unordered_map<pid_t, Partial> partial_;  // receive thread only: messages coming in pieces
     std::unordered_map<pid_t, bool> verdicts_;     // receive thread only: senders checked
     std::atomic<std::uint64_t> lost_{0};
