@@ -1,3 +1,7 @@
+// A WebSocket session's messages (see websocket_session.hpp): the hand-over, frames read into whole
+// messages for the handler, what the handler sent written out, and its callbacks run. How a
+// conversation ends -- the closing handshake, failures, timeouts, the drain -- is
+// websocket_session_end.cpp.
 #include "serving/protocols/websocket_session.hpp"
 
 #include "common/clocks.hpp"
@@ -14,8 +18,6 @@
 namespace cspd {
 namespace {
 
-/// How long our close frame waits for the peer's before the connection simply closes.
-constexpr std::uint32_t kCloseWaitMs = 5000;
 /// A message buffer larger than this is freed after its message, so an idle conversation stays small.
 constexpr std::size_t kKeepMessageCapacity = 64 * 1024;
 /// The most a frame's announced length reserves before its bytes come.
@@ -172,64 +174,6 @@ bool WebSocketSession::on_control(ws::Opcode opcode, std::string_view payload) {
     }
 }
 
-bool WebSocketSession::on_close_frame(std::string_view payload) {
-    int code = ws::kNoStatus;
-    std::string_view reason;
-    if (payload.size() == 1) {
-        fail(ws::kProtocolError, "a close frame of one byte");
-        return false;
-    }
-    if (payload.size() >= 2) {
-        code = (static_cast<unsigned char>(payload[0]) << 8) | static_cast<unsigned char>(payload[1]);
-        reason = payload.substr(2);
-        if (!ws::is_sendable_close_code(unsigned(code))) {
-            fail(ws::kProtocolError, "a close frame with an invalid code");
-            return false;
-        }
-        if (!ws::Utf8Validator::valid(reason)) {
-            fail(ws::kInvalidPayload, "a close reason that is not UTF-8");
-            return false;
-        }
-    }
-    if (!close_sent_) {
-        // Answered with the same code (§5.5.1), after what the handler already sent.
-        link_output();
-        std::string frame;
-        ws::append_close_frame(frame, code == ws::kNoStatus ? 0 : unsigned(code));
-        queued_.append_owned(std::move(frame));
-        close_sent_ = true;
-    }
-    tell_closed(code, reason);
-    close_after_write_ = true;  // the server closes the TCP connection first (§7.1.1)
-    return false;
-}
-
-void WebSocketSession::fail(std::uint16_t code, std::string_view why) {
-    if (closed_) return;
-    spdlog::debug("client {}:{}: WebSocket closed {}: {}", address_, port_, code, why);
-    if (!close_sent_) {
-        link_->shut();  // what the handler has not handed to the socket yet is dropped (link_output)
-        std::string frame;
-        ws::append_close_frame(frame, code, code == ws::kInternalError ? std::string_view{} : why);
-        queued_.append_owned(std::move(frame));
-        close_sent_ = true;
-    }
-    tell_closed(code, why);
-    close_after_write_ = true;
-}
-
-void WebSocketSession::begin_close(std::uint16_t code, std::string_view reason) {
-    if (closed_ || close_sent_) return;
-    link_output();  // what the handler sent goes before
-    link_->shut();
-    std::string frame;
-    ws::append_close_frame(frame, code, reason);
-    queued_.append_owned(std::move(frame));
-    close_sent_ = true;
-    close_sent_at_ = coarse_now_ms();
-    flush();
-}
-
 void WebSocketSession::send_control(ws::Opcode opcode, std::string_view payload) {
     std::string frame;
     ws::append_frame_head(frame, opcode, payload.size());
@@ -344,53 +288,6 @@ bool WebSocketSession::run_callback(const char* which, Call call) {
     }
     if (link_->stats()) bump(link_->stats()->errors);
     return false;
-}
-
-void WebSocketSession::on_tick(std::uint32_t now) {
-    if (closed_) return;
-    const ConnectionLimits& limits = loop_.limits;
-    if (writing_ && now - last_write_ >= limits.send_timeout_s * 1000u) {
-        spdlog::debug("client {}:{}: took none of our WebSocket bytes for {} s; closing", address_, port_,
-                      limits.send_timeout_s);
-        close();
-        return;
-    }
-    if (close_sent_) {
-        if (close_sent_at_ && now - close_sent_at_ >= kCloseWaitMs) close();  // no answer to our close
-        return;
-    }
-    if (limits.ws_idle_timeout_s && now - last_read_ >= limits.ws_idle_timeout_s * 1000u) {
-        fail(ws::kGoingAway, "silent past --ws-idle-timeout");
-        flush();
-        return;
-    }
-    if (!limits.ws_ping_interval_s) return;
-    const std::uint32_t interval = limits.ws_ping_interval_s * 1000u;
-    if (ping_sent_) {
-        // Anything the peer sent since counts as an answer: a pong may wait behind a long message.
-        if (static_cast<std::int32_t>(last_read_ - ping_sent_) > 0) {
-            ping_sent_ = 0;
-        } else if (now - ping_sent_ >= interval) {
-            fail(ws::kGoingAway, "no answer to a ping");
-            flush();
-            return;
-        }
-    }
-    if (!ping_sent_ && now - last_read_ >= interval) {
-        send_control(ws::Opcode::ping, {});
-        ping_sent_ = now ? now : 1;
-        flush();
-    }
-}
-
-void WebSocketSession::on_drain() { begin_close(ws::kGoingAway, "server stopping"); }
-
-void WebSocketSession::close() {
-    if (closed_) return;
-    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
-    closed_ = true;
-    tell_closed(ws::kAbnormal, {});
-    transport_.close();
 }
 
 }  // namespace cspd

@@ -3,7 +3,7 @@
 // (size, UTF-8) and handed to the handler's callbacks on this loop; the handler's messages taken
 // from the WebSocketLink's outbox and written; control frames answered; the closing handshake in
 // both directions; pings and the idle timeout at the loop's tick. The handler hears of the end
-// once, through on_close, whatever ends it.
+// once, through on_close, whatever ends it. How a conversation ends is websocket_session_end.cpp.
 //
 // Reads stop while output waits for the socket (a client that does not read its answers is
 // not read either). Lifetime as every Connection's: shared_ptr, held by the transport's waits.
