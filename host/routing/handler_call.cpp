@@ -5,6 +5,7 @@
 #include "common/cycle_clock.hpp"
 #include "routing/handler_preconditions.hpp"
 #include "stats/shared_stats.hpp"
+#include "stats/watchdog_mark.hpp"
 #include "websocket/handshake.hpp"
 
 #include <spdlog/spdlog.h>
@@ -31,20 +32,13 @@ class TimedCall {
 public:
     /// `elapsed_ns` gets the call's time.
     TimedCall(LoopSlot* slot, HandlerStats* stats, std::uint64_t& elapsed_ns)
-        : slot_(slot), stats_(stats), elapsed_ns_(elapsed_ns) {
-        if (!slot_) return;
-        slot_->running_handler.store(stats_ ? static_cast<std::uint32_t>(stats_ - slot_->handlers().data()) + 1 : 0,
-                                     std::memory_order_relaxed);
-        // The watchdog works in seconds: the coarse clock (a few ns, not ~27) is enough for it.
-        // Release: the master reading this start also sees which handler it belongs to.
-        slot_->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_release);
-        started_ = CycleClock::now();
+        : mark_(slot, stats), slot_(slot), stats_(stats), elapsed_ns_(elapsed_ns) {
+        if (slot_) started_ = CycleClock::now();
     }
     ~TimedCall() {
         if (!slot_) return;
         // Signed: a thread moved to a core whose counter lags reads a small negative time, not 2^64.
         const auto elapsed = static_cast<std::int64_t>(CycleClock::now() - started_);
-        slot_->handler_started_ns.store(0, std::memory_order_relaxed);
         const double ns = elapsed > 0 ? CycleClock::to_ns(std::uint64_t(elapsed)) : 0.0;
         elapsed_ns_ = static_cast<std::uint64_t>(ns);
         record_latency(stats_, ns);
@@ -53,6 +47,7 @@ public:
     TimedCall& operator=(const TimedCall&) = delete;
 
 private:
+    WatchdogMark mark_;  // cleared after the time is taken (members end in reverse order)
     LoopSlot* slot_;
     HandlerStats* stats_;
     std::uint64_t& elapsed_ns_;

@@ -10,6 +10,7 @@
 #include "serving/loop_context.hpp"
 #include "serving/protocols/lent_read.hpp"
 #include "stats/shared_stats.hpp"
+#include "stats/watchdog_mark.hpp"
 #include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
 
@@ -264,20 +265,8 @@ template <class Call>
 bool WebSocketSession::run_callback(const char* which, Call call) {
     // Marked for the master's watchdog as a call is: a callback that never returns has its worker
     // aborted after --handler-timeout, and the crash is blamed on the handler.
-    struct Watched {
-        LoopSlot* slot;
-        explicit Watched(LoopSlot* s, HandlerStats* stats) : slot(s) {
-            if (!slot) return;
-            slot->running_handler.store(stats ? static_cast<std::uint32_t>(stats - slot->handlers().data()) + 1 : 0,
-                                        std::memory_order_relaxed);
-            slot->handler_started_ns.store(coarse_monotonic_now_ns(), std::memory_order_release);
-        }
-        ~Watched() {
-            if (slot) slot->handler_started_ns.store(0, std::memory_order_relaxed);
-        }
-    };
     try {
-        Watched watched(loop_.slot, link_->stats());
+        WatchdogMark watched(loop_.slot, link_->stats());
         RunningHandler marker(link_->version().label());  // named in the crash report if it brings the process down
         call();
         return true;
