@@ -36,7 +36,7 @@ csp_ws* WebSocketApi::accept(const csp_request* req, csp_reply* reply, const csp
     const HandlerRequestView& view = HandlerRequestView::of(req);
     HandlerReply& answer = *static_cast<HandlerReply*>(reply->host);
     const HttpRequest& request = view.request();
-    if (request.http_major != 1 || ws::check_handshake(request) != ws::Handshake::valid) return nullptr;
+    if (ws::check_handshake(request) != ws::Handshake::valid) return nullptr;
     const std::string_view chosen(protocol ? protocol : "", protocol_size);
     if (!chosen.empty() && !ws::offers_protocol(request, chosen)) return nullptr;
     WebSocketChannel::Source* source = std::exchange(answer.websocket_source_, nullptr);  // once per call
@@ -56,8 +56,7 @@ csp_ws* WebSocketApi::accept(const csp_request* req, csp_reply* reply, const csp
 int WebSocketApi::refuse(const csp_request* req, csp_reply* reply) noexcept {
     if (!req || !reply) return 500;
     const HttpRequest& request = HandlerRequestView::of(req).request();
-    const ws::Handshake verdict =
-        request.http_major == 1 ? ws::check_handshake(request) : ws::Handshake::not_websocket;
+    const ws::Handshake verdict = ws::check_handshake(request);
     int status = 426;
     const char* header_name = nullptr;
     const char* header_value = nullptr;

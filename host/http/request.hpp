@@ -24,6 +24,8 @@ struct HttpRequest {
     /// Set when the body is a spilled file's mapping (SpilledBody): holding it keeps `body` valid
     /// past the next feed, with no copy.
     std::shared_ptr<const void> body_owner;
+    /// HTTP/2's :protocol, of an extended CONNECT (RFC 8441); empty otherwise.
+    std::string_view protocol;
     std::uint8_t http_major = 1;
     std::uint8_t http_minor = 1;
     bool keep_alive = true;  ///< what the client asked for (llhttp_should_keep_alive)

@@ -168,10 +168,13 @@ CallStatus HandlerCall::accepted_websocket(CallState& call, const HandlerVersion
     if (returned != CSP_WS_ACCEPTED)
         spdlog::warn("handler {}: accepted a WebSocket but returned {}; the 101 is sent all the same",
                      handler.describe(), returned ? std::to_string(*returned) : "by throwing");
-    if (call.stats) bump(call.stats->requests[status_class(101)]);
+    // HTTP/2 accepts with a 200 (RFC 8441), HTTP/1.1 with its 101.
+    const HttpStatus accepted =
+        exchange.request.http_major == 2 ? HttpStatus::ok : HttpStatus::switching_protocols;
+    if (call.stats) bump(call.stats->requests[status_class(code(accepted))]);
     ws::append_accept(exchange.out(), exchange.request, call.reply.websocket_protocol(),
                       call.reply.websocket_extensions(), call.reply.extra_headers());
-    return {HttpStatus::switching_protocols, HttpStatus::switching_protocols};
+    return {accepted, accepted};
 }
 
 CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,

@@ -44,6 +44,14 @@ bool lists_token(std::string_view value, std::string_view token) {
 }
 
 Handshake check_handshake(const HttpRequest& request) {
+    if (request.http_major == 2) {
+        // RFC 8441 §4: an extended CONNECT whose :protocol is "websocket"; no key, no Upgrade.
+        if (request.method != "CONNECT" || request.protocol.empty()) return Handshake::not_websocket;
+        if (request.protocol != "websocket") return Handshake::malformed;
+        const std::string_view version = trim_ows(request.header("sec-websocket-version"));
+        if (version != "13") return version.data() ? Handshake::bad_version : Handshake::malformed;
+        return Handshake::valid;
+    }
     bool upgrade = false;
     for_each_value(request, "upgrade", [&](std::string_view v) { upgrade = upgrade || lists_token(v, "websocket"); });
     if (!upgrade) return Handshake::not_websocket;
@@ -93,6 +101,15 @@ bool offers_protocol(const HttpRequest& request, std::string_view protocol) {
 
 void append_accept(std::string& out, const HttpRequest& request, std::string_view protocol,
                    std::string_view extensions, std::string_view extra_headers) {
+    if (request.http_major == 2) {
+        // RFC 8441 §5: a 2xx opens the tunnel; the key and its accept belong to HTTP/1.1's handshake.
+        out.append("HTTP/1.1 200 OK\r\n");
+        if (!protocol.empty()) out.append("Sec-WebSocket-Protocol: ").append(protocol).append("\r\n");
+        if (!extensions.empty()) out.append("Sec-WebSocket-Extensions: ").append(extensions).append("\r\n");
+        out.append(extra_headers);
+        out.append("\r\n");
+        return;
+    }
     out.append("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ");
     out.append(accept_key(request.header("sec-websocket-key")));
     out.append("\r\n");

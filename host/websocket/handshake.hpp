@@ -1,5 +1,6 @@
-// The opening handshake of RFC 6455 §4.2 on the server's side: whether an HTTP/1.1 request
-// asks for a WebSocket (and what to answer one that asks wrongly), and the 101 that accepts it.
+// The opening handshake on the server's side, RFC 6455 §4.2 over HTTP/1.1 and RFC 8441's extended
+// CONNECT over HTTP/2: whether a request asks for a WebSocket (and what to answer one that asks
+// wrongly), and the answer that accepts it (101, or HTTP/2's 200).
 #pragma once
 
 #include "http/request.hpp"
@@ -11,13 +12,14 @@ namespace cspd::ws {
 
 /// What a request is, as an opening handshake.
 enum class Handshake {
-    valid,          ///< GET, Upgrade: websocket, Connection: upgrade, a 16-byte key, version 13
+    valid,          ///< GET, Upgrade: websocket, Connection: upgrade, a 16-byte key, version 13 (HTTP/1.1);
+                    ///< CONNECT, :protocol websocket, version 13 (HTTP/2)
     not_websocket,  ///< no Upgrade: websocket -- answer 426 with Upgrade: websocket (RFC 9110 §15.5.22)
     bad_version,    ///< Sec-WebSocket-Version is not 13 -- answer 426 with Sec-WebSocket-Version: 13 (§4.4)
     malformed,      ///< it asks for a WebSocket but is not a valid handshake -- answer 400
 };
 
-/// Checks `request` (HTTP/1.1) as an opening handshake.
+/// Checks `request` (HTTP/1.1 or HTTP/2) as an opening handshake.
 Handshake check_handshake(const HttpRequest& request);
 
 /// The Sec-WebSocket-Accept value for a client's Sec-WebSocket-Key (§4.2.2).
@@ -29,7 +31,8 @@ bool offers_protocol(const HttpRequest& request, std::string_view protocol);
 /// Whether a comma-separated field value lists `token` (compared without case).
 bool lists_token(std::string_view value, std::string_view token);
 
-/// Appends the 101 that accepts `request`, choosing `protocol` (empty: none) and `extensions`
+/// Appends the answer that accepts `request` (HTTP/1.1: the 101; HTTP/2: a 200, in HTTP/1's format
+/// as every answer is written), choosing `protocol` (empty: none) and `extensions`
 /// (empty: none), with `extra_headers` (serialized lines, e.g. Set-Cookie) before the blank line.
 void append_accept(std::string& out, const HttpRequest& request, std::string_view protocol,
                    std::string_view extensions, std::string_view extra_headers);

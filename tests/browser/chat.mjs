@@ -1,7 +1,9 @@
 // examples/chat.cpp in a real browser: Debian's chromium, driven by playwright-core.
 //   node chat.mjs URL
 // Opens the chat page in two tabs that reached different worker processes (each page is told its
-// worker), sends a line from each, and checks that both tabs show both lines. Prints one JSON line;
+// worker), sends a line from each, and checks that both tabs show both lines. Each tab has a
+// browser context of its own, so its own connections: over https, Chromium carries the WebSocket
+// on the page's HTTP/2 connection (RFC 8441) when the server allows it. Prints one JSON line;
 // exits non-zero on any failure.
 import { chromium } from "playwright-core";
 
@@ -12,8 +14,8 @@ const browser = await chromium.launch({
 });
 const result = { tries: 0 };
 try {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true });
   const open = async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
     page.on("pageerror", (e) => { result.page_error = String(e); });
     await page.goto(url);
@@ -26,7 +28,7 @@ try {
   for (; result.tries < 20; ++result.tries) {
     const candidate = await open();
     if (candidate.worker !== first.worker) { second = candidate; break; }
-    await candidate.page.close();
+    await candidate.page.context().close();
   }
   if (!second) throw new Error("every tab reached worker " + first.worker);
   result.workers = [first.worker, second.worker];

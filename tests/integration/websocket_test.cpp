@@ -1,7 +1,8 @@
 // WebSocket (RFC 6455) over real sockets: the project's conformance cases by Autobahn's
-// categories (ws/ws_frames.py) on the plain and the TLS port, pings and the idle timeout, real
-// clients (Debian's python3-websockets, npm's ws), a reload and a drain with conversations open, a
-// crash in a callback, the connection budget, and the counts in /metrics and /-/status.
+// categories (ws/ws_frames.py) on the plain and the TLS port, over HTTP/1.1 and over HTTP/2
+// streams (RFC 8441), pings and the idle timeout, real clients (Debian's python3-websockets, npm's
+// ws, Chromium over HTTP/1.1 and h2), a reload and a drain with conversations open, a crash in a
+// callback, the connection budget, and the counts in /metrics and /-/status.
 #include "command.hpp"
 #include "http_client.hpp"
 #include "test_server.hpp"
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <future>
 #include <string>
 
@@ -39,7 +41,9 @@ protected:
 
     /// Runs ws_frames.py against `port` with `flags`: every case must pass; returns how many ran.
     std::size_t run_cases(unsigned short port, const std::string& flags = "") {
-        const std::string out = run_command("python3 " + kWsDir + "ws_frames.py " + std::to_string(port) + " " + flags);
+        // Debian's python: --h2 needs its python3-h2.
+        const std::string out =
+            run_command("/usr/bin/python3 " + kWsDir + "ws_frames.py " + std::to_string(port) + " " + flags);
         json results;
         try {
             results = json::parse(out);
@@ -53,7 +57,7 @@ protected:
     }
 
     std::string scenario(const std::string& args) {
-        return run_command("python3 " + kWsDir + "ws_scenarios.py " + args + " 2>&1");
+        return run_command("/usr/bin/python3 " + kWsDir + "ws_scenarios.py " + args + " 2>&1");
     }
 
     std::optional<TestServer> server_;
@@ -70,14 +74,25 @@ TEST_F(WebSocket, ConformanceCasesPassOverThePlainAndTheTlsPort) {
     EXPECT_EQ(fetch(server_->port(), "/csp/ws_echo")->status, 426);
 }
 
+TEST_F(WebSocket, ConformanceCasesPassOverHttp2Streams) {
+    start();
+    // RFC 8441: h2c with prior knowledge on the plain port, h2 by ALPN on the TLS port; the h2.*
+    // cases take the place of HTTP/1.1's handshake.* ones.
+    EXPECT_GE(run_cases(server_->port(), "--h2"), 120u);
+    EXPECT_GE(run_cases(server_->tls_port(), "--tls --h2"), 120u);
+    EXPECT_EQ(server_->worker_pids().size(), 1u);
+}
+
 TEST_F(WebSocket, PingsASilentPeerAndClosesOneThatStopsAnswering) {
     start({"--ws-ping-interval", "1"});
     EXPECT_EQ(run_cases(server_->port(), "--timing --only timing."), 2u);
+    EXPECT_EQ(run_cases(server_->port(), "--timing --only timing. --h2"), 2u);
 }
 
 TEST_F(WebSocket, ClosesAPeerSilentPastTheIdleTimeout) {
     start({"--ws-ping-interval", "0", "--ws-idle-timeout", "2"});
     EXPECT_EQ(run_cases(server_->port(), "--timing --only idle."), 1u);
+    EXPECT_EQ(run_cases(server_->port(), "--timing --only idle. --h2"), 1u);
 }
 
 TEST_F(WebSocket, RealClientsTalkToIt) {
@@ -106,6 +121,14 @@ TEST_F(WebSocket, AReloadLeavesOpenConversationsOnTheVersionThatAcceptedThem) {
 TEST_F(WebSocket, ADrainSendsGoingAwayToEveryConversation) {
     start();
     const std::string out = scenario("drain " + std::to_string(server_->port()) + " " + std::to_string(server_->pid()));
+    EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
+    EXPECT_EQ(server_->stop(), 0);
+}
+
+TEST_F(WebSocket, ADrainSendsGoingAwayToEveryConversationOnHttp2Streams) {
+    start();
+    const std::string out =
+        scenario("drain " + std::to_string(server_->port()) + " " + std::to_string(server_->pid()) + " --h2");
     EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
     EXPECT_EQ(server_->stop(), 0);
 }
@@ -158,6 +181,29 @@ TEST_F(WebSocket, TheChatExampleWorksInChromiumAcrossTwoWorkers) {
     const json result = json::parse(out.substr(brace));
     EXPECT_TRUE(result.value("ok", false)) << out << server_->log();
     EXPECT_NE(result["workers"][0], result["workers"][1]) << out;
+}
+
+TEST_F(WebSocket, TheChatExampleWorksInChromiumOverHttp2) {
+    TempDir dir;
+    const auto access = dir / "access.log";
+    start({"--workers", "2", "--access-log", access.string()});
+    const std::string out = run_command("node " + std::string(CSPD_TEST_SOURCE_DIR) + "/browser/chat.mjs https://127.0.0.1:" +
+                                        std::to_string(server_->tls_port()) + "/csp/chat 2>&1");
+    const std::size_t brace = out.rfind('{');
+    ASSERT_NE(brace, std::string::npos) << out;
+    const json result = json::parse(out.substr(brace));
+    EXPECT_TRUE(result.value("ok", false)) << out << server_->log();
+    EXPECT_EQ(result.value("protocol", ""), "h2") << out;
+    EXPECT_NE(result["workers"][0], result["workers"][1]) << out;
+    // Each tab's WebSocket went over its page's HTTP/2 connection: an extended CONNECT answered 200.
+    std::string lines;
+    EXPECT_TRUE(eventually([&] {
+        std::ifstream in(access);
+        lines.assign(std::istreambuf_iterator<char>(in), {});
+        std::size_t n = 0;
+        for (std::size_t at = 0; (at = lines.find("\"CONNECT /csp/chat HTTP/2.0\" 200 ", at)) != std::string::npos; ++at) ++n;
+        return n >= 2;
+    }, 5s)) << lines;
 }
 
 TEST_F(WebSocket, CountedInMetricsAndStatus) {

@@ -101,8 +101,10 @@ void Http2Session::process(std::string_view input) {
             close_when_sent_ = true;
         }
         ready_.clear();
+        heard_.clear();
     }
     route_ready();
+    feed_websockets();
     send_frames();
 }
 
@@ -145,6 +147,7 @@ void Http2Session::send_frames() {
     out.clear();
     report_stream_room();
     after_send();
+    websockets_drained();  // last: what they write comes back here
 }
 
 void Http2Session::on_writable() {
@@ -201,6 +204,7 @@ void Http2Session::close() {
     const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
     closed_ = true;
     for (auto& [id, s] : streams_) {
+        if (s->websocket) s->websocket->gone();
         if (!s->pending) continue;
         if (loop_.access) log_answer(*s, nullptr, 499);
         s->pending->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);

@@ -20,6 +20,10 @@
 // (--send-timeout, whether the socket or the flow-control window is shut), answers owed
 // (--handler-timeout, --pending-timeout). A drain sends GOAWAY and finishes open streams.
 //
+// WebSockets (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL is advertised; an extended CONNECT
+// (:protocol websocket) is routed when its HEADERS arrive, and a stream whose handler accepts
+// carries the conversation (Http2WebSocket); a drain closes each with 1001.
+//
 // Lifetime: as every Connection (shared_ptr, held by its waits and its pending exchanges).
 // The nghttp2 session is deleted only with this object, never inside one of its callbacks.
 #pragma once
@@ -66,6 +70,7 @@ public:
     void close() override;
 
 private:
+    friend class Http2WebSocket;
     /// nghttp2's callbacks, with this session as their user data (http2_session_engine.cpp).
     struct Callbacks;
 
@@ -135,6 +140,26 @@ private:
     void count_goaway(H2Goaway why);
     void count_reset_sent(std::uint32_t error);
 
+    // WebSockets over streams, RFC 8441 (http2_session_websocket.cpp).
+    WebSocketChannel* accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
+                                       std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                       std::string& extensions) noexcept override;
+    /// The handler accepted `s` as a WebSocket: its 200 goes, and the stream carries the conversation.
+    void start_websocket(Http2Stream& s);
+    /// Bytes of a WebSocket stream's DATA: kept until nghttp2 has taken the whole read.
+    void websocket_bytes(Http2Stream& s, std::string_view bytes);
+    /// Hands what WebSocket streams received in this read to their conversations.
+    void feed_websockets();
+    /// Runs `act` on every WebSocket stream, by id (what it does may close streams).
+    template <class Act>
+    void for_each_websocket(Act act);
+    /// The loop's tick, for each conversation (pings, timeouts).
+    void websockets_ticked(std::uint32_t now);
+    /// After a write: conversations whose bytes are all out may be written again (on_writable).
+    void websockets_drained();
+    /// The drain: each conversation closes with 1001.
+    void websockets_draining();
+
     // Access log lines (http2_session_later.cpp).
     void log_answer(Http2Stream& s, const Routed* routed, int status);
 
@@ -150,6 +175,9 @@ private:
     nghttp2_session* session_ = nullptr;
     std::unordered_map<std::int32_t, std::unique_ptr<Http2Stream>> streams_;
     std::vector<std::int32_t> ready_;  // streams whose request completed in this read, in order
+    std::vector<std::int32_t> heard_;  // WebSocket streams that received DATA (or ended) in this read
+    std::vector<std::int32_t> ids_;    // scratch: streams to visit by id
+    std::size_t websockets_ = 0;       // streams carrying a WebSocket
     Http2Stream* routing_ = nullptr;   // the stream being routed: PendingCalls' calls are its
     OutputQueue queued_;               // frames the transport has not taken yet
     std::size_t owed_ = 0;             // streams waiting for a pending answer

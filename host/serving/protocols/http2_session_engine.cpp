@@ -65,7 +65,9 @@ struct Http2Session::Callbacks {
         Http2Session& self = of(user);
         if (Http2Stream* s = self.stream(stream_id)) {
             s->last_in = coarse_now_ms();
-            self.add_body(*s, {reinterpret_cast<const char*>(data), length});
+            const std::string_view bytes(reinterpret_cast<const char*>(data), length);
+            if (s->websocket) self.websocket_bytes(*s, bytes);
+            else self.add_body(*s, bytes);
         }
         return 0;
     }
@@ -81,8 +83,17 @@ struct Http2Session::Callbacks {
             if (ends_stream) {
                 if (Http2Stream* s = self.stream(frame->hd.stream_id); s && !s->request_complete) {
                     s->request_complete = true;
-                    self.ready_.push_back(s->id);
+                    // A WebSocket's client ended its side: heard after what it sent before.
+                    if (s->websocket) {
+                        if (s->body.empty()) self.heard_.push_back(s->id);
+                    } else {
+                        self.ready_.push_back(s->id);
+                    }
                 }
+            } else if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+                // An extended CONNECT (RFC 8441) is routed at its HEADERS: the stream stays open.
+                if (Http2Stream* s = self.stream(frame->hd.stream_id); s && !s->protocol.empty())
+                    self.ready_.push_back(s->id);
             }
             break;
         case NGHTTP2_RST_STREAM:
@@ -156,6 +167,7 @@ bool Http2Session::set_up() {
                 {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2_max_streams},
                 {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
                 {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_head_bytes)},
+                {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},  // WebSockets over streams (RFC 8441)
             };
             made = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) == 0 &&
                    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) == 0;

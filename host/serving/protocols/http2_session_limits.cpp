@@ -147,11 +147,16 @@ void Http2Session::on_tick(std::uint32_t now) {
                passed(coarse_later(last_stream_, last_write_), config.keepalive_timeout_s)) {
         go_away(H2Goaway::idle, NGHTTP2_NO_ERROR);
     }
+    websockets_ticked(now);
     send_frames();
 }
 
 void Http2Session::reset_stalled(Http2Stream& s, const char* why) {
     spdlog::info("client {}:{}: HTTP/2 stream {}: {}; reset", address_, port_, s.id, why);
+    if (s.websocket) {
+        s.websocket->hang_up();  // resets it, and tells its handler
+        return;
+    }
     if (s.pending && s.pending->streaming()) {
         cut_stream(s, why, CSP_ABORT_CLIENT_GONE);  // resets it, and tells its handler
         return;
@@ -165,6 +170,7 @@ void Http2Session::reset_stalled(Http2Stream& s, const char* why) {
 void Http2Session::on_drain() {
     if (closed_ || going_away_) return;
     go_away(H2Goaway::drain, NGHTTP2_NO_ERROR);  // open streams finish; the connection closes after the last
+    websockets_draining();
     send_frames();
 }
 

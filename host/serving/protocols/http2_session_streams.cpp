@@ -59,6 +59,7 @@ void Http2Session::add_header(Http2Stream& s, nghttp2_rcbuf* name_buffer, nghttp
             else if (name == ":path") s.path = value;
             else if (name == ":authority") s.authority = value;
             else if (name == ":scheme") s.scheme = value;
+            else if (name == ":protocol") s.protocol = value;
         } else {
             if (name == "cookie") ++s.cookie_fields;
             s.headers.push_back({name, value});
@@ -151,10 +152,14 @@ void Http2Session::route(Http2Stream& s) {
     } else {
         request.body = s.body;
     }
+    request.protocol = s.protocol;
     request.http_major = 2;
     request.http_minor = 0;
     request.head = s.method == "HEAD";
     s.head_request = request.head;
+    // An extended CONNECT is routed before its stream ends: answered otherwise than by a WebSocket,
+    // the client is asked (without an error) to stop sending on it.
+    if (!s.request_complete) s.reset_when_answered = true;
 
     const RequestContext context{client(), true, this};
     s.began_ns = loop_.access ? monotonic_now_ns() : 0;
@@ -167,6 +172,10 @@ void Http2Session::route(Http2Stream& s) {
         return;
     }
     if (loop_.access) log_answer(s, &routed, code(routed.status));
+    if (s.upgrade) {
+        start_websocket(s);  // last: the conversation may close `s`
+        return;
+    }
     if (routed.body_file.is_open() && !s.head_request) s.file = std::move(routed.body_file);
     submit(s);
 }
@@ -208,7 +217,8 @@ void Http2Session::submit(Http2Stream& s) {
     nv_.clear();
     nv_.push_back(field(":status", {status, 3}));
     for (const HttpHeader& header : fields_.fields) nv_.push_back(field(header.name, header.value));
-    const bool has_body = !s.head_request && (s.sent < s.response.size() || s.file.is_open() || (s.pending && !s.stream_ended));
+    const bool has_body = !s.head_request && (s.sent < s.response.size() || s.file.is_open() ||
+                                              (s.pending && !s.stream_ended) || s.websocket);
     nghttp2_data_provider provider{};
     provider.source.ptr = &s;
     provider.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* into, std::size_t room,
@@ -250,8 +260,12 @@ long Http2Session::read_body(Http2Stream& s, std::uint8_t* into, std::size_t roo
         s.file_sent += n;
         if (s.file_sent == s.file.size) s.file = StaticFiles::File{};
     }
-    if (n > 0) s.last_out = coarse_now_ms();
-    const bool more = s.sent < s.response.size() || s.file.is_open() || (s.pending && !s.stream_ended);
+    if (n > 0) {
+        s.last_out = coarse_now_ms();
+        if (s.websocket && loop_.slot) bump(loop_.slot->ws_bytes_out, n);
+    }
+    const bool more = s.sent < s.response.size() || s.file.is_open() || (s.pending && !s.stream_ended) ||
+                      (s.websocket && !s.websocket->ending());
     if (!more) {
         flags |= NGHTTP2_DATA_FLAG_EOF;
     } else if (n == 0) {
@@ -265,6 +279,7 @@ void Http2Session::stream_closed(std::int32_t id, std::uint32_t) {
     const auto found = streams_.find(id);
     if (found == streams_.end()) return;
     Http2Stream& s = *found->second;
+    if (s.websocket) --websockets_;  // its conversation hears the end as the stream goes
     if (s.pending) {
         if (loop_.access) log_answer(s, nullptr, 499);  // nginx's: the client left before its answer
         s.pending->drop(CSP_ABORT_CLIENT_GONE);

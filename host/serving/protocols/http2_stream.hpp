@@ -1,5 +1,6 @@
 // One HTTP/2 stream of an Http2Session: the request as its HEADERS and DATA frames bring it,
-// and the answer on its way out as DATA frames. Owned by its session, from the client's first
+// and the answer on its way out as DATA frames; or, after an extended CONNECT a handler accepted,
+// a WebSocket conversation (Http2WebSocket) whose frames its DATA carries both ways. Owned by its session, from the client's first
 // HEADERS frame until nghttp2 closes the stream. Loop thread only.
 #pragma once
 
@@ -7,6 +8,8 @@
 #include "http/spilled_body.hpp"
 #include "routing/static_files.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/exchange/websocket_link.hpp"
+#include "serving/protocols/http2_websocket.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -45,10 +48,11 @@ struct Http2Stream {
     std::vector<nghttp2_rcbuf*> names_and_values;
     std::vector<HttpHeader> headers;  ///< regular fields, lower case, as received
     std::string_view method, path, authority, scheme;
+    std::string_view protocol;  ///< :protocol, of an extended CONNECT (RFC 8441)
     std::string cookie;  ///< several cookie fields joined with "; " (RFC 9113 §8.2.3)
     std::size_t cookie_fields = 0;
     std::size_t header_bytes = 0;  ///< names and values so far, as --max-header-size counts them
-    std::string body;
+    std::string body;  ///< the request's body; a WebSocket's bytes read and not yet handed over
     std::shared_ptr<SpilledBody> spill;  ///< the body, once over --body-memory
     Refusal refused = Refusal::none;
     bool request_complete = false;  ///< END_STREAM came: it can be routed
@@ -60,6 +64,8 @@ struct Http2Stream {
     StaticFiles::File file;
     std::size_t file_sent = 0;
     std::shared_ptr<PendingExchange> pending;  ///< the answer comes later (deferred, blocking, streamed)
+    std::shared_ptr<WebSocketLink> upgrade;    ///< its handler accepted a WebSocket (during the call)
+    std::unique_ptr<Http2WebSocket> websocket; ///< ... which the stream carries from the 200 on
     std::uint32_t waiting_since = 0;           ///< coarse ms: when the answer began to be owed
     std::uint32_t last_in = 0;                 ///< coarse ms: the request's last frame (its timeout)
     std::uint32_t last_out = 0;                ///< coarse ms: the answer's last DATA out (the send timeout)

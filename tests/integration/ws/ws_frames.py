@@ -5,7 +5,11 @@ pongs, reserved bits, opcodes, fragmentation, UTF-8 handling, close handling, li
 performance, and what cspd adds (back-pressure, sends from other threads, topics, timeouts).
 Each case states the answer RFC 6455 requires and checks the server gives it.
 
-Usage: ws_frames.py PORT [--tls] [--only PREFIX] [--max-message N] [--timing]
+Usage: ws_frames.py PORT [--tls] [--h2] [--only PREFIX] [--max-message N] [--timing]
+--h2 carries every conversation on an HTTP/2 stream instead (RFC 8441's extended CONNECT; h2c with
+prior knowledge on the plain port, ALPN h2 with --tls): each case then runs through the tunnel, one
+HTTP/2 connection per conversation, and the h2.* cases replace HTTP/1.1's handshake.* ones. It
+needs Debian's python3-h2 (/usr/bin/python3).
 The server serves tests/handlers/ws_probe.c at /csp/ws_probe and examples/ws_echo.c at
 /csp/ws_echo, with --ws-max-message N (65536 by default here). --timing runs only the cases about
 pings and silence: with --only timing., against a server with --ws-ping-interval 1; with --only
@@ -32,16 +36,150 @@ class Closed(Exception):
     pass
 
 
-def connect():
+def connect(alpn="http/1.1"):
     raw = socket.create_connection(("127.0.0.1", ARGS.port), timeout=5)
     raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if ARGS.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.set_alpn_protocols([alpn])
         raw = ctx.wrap_socket(raw, server_hostname="localhost")
     return raw
+
+
+class H2Tunnel:
+    """WebSockets over HTTP/2 streams (RFC 8441) on a connection of their own. The first stream
+    (`stream`) gets the calls of a socket the cases use (sendall, recv, settimeout, close): recv
+    gives b"" once the server ends or resets it. Others may be opened beside it (open, read)."""
+
+    def __init__(self, path, extra=(), sock=None):
+        import h2.config
+        import h2.connection
+        import h2.events
+        import h2.exceptions
+        self.events, self.errors = h2.events, h2.exceptions
+        self.ConnectionState = h2.connection.ConnectionState
+        self.inbound, self.goaway = b"", None
+        self.sock = sock or connect(alpn="h2")
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.conn.initiate_connection()
+        self.sock.sendall(self.conn.data_to_send())
+        self.data, self.ended, self.statuses, self.heads, self.settings = {}, set(), {}, {}, {}
+        self.timeout = 5
+        while 8 not in self.settings:  # the server's SETTINGS: ENABLE_CONNECT_PROTOCOL must be among them
+            self._pump(5)
+        if self.settings[8] != 1:
+            raise AssertionError("SETTINGS_ENABLE_CONNECT_PROTOCOL is %r" % self.settings[8])
+        self.stream = self.open(path, extra)
+        self.status, self.fields = self.answer(self.stream)
+
+    def open(self, path, extra=(), websocket=True):
+        """Opens a stream: an extended CONNECT for a WebSocket, or else a GET."""
+        stream = self.conn.get_next_available_stream_id()
+        extra = [(n.lower(), v) for n, v in extra]
+        headers = [(":method", "CONNECT" if websocket else "GET")] + \
+            ([(":protocol", "websocket")] if websocket else []) + \
+            [(":scheme", "https" if ARGS.tls else "http"), (":path", path), (":authority", "localhost")]
+        if websocket and not any(n == "sec-websocket-version" for n, v in extra):
+            headers.append(("sec-websocket-version", "13"))
+        self.conn.send_headers(stream, headers + extra, end_stream=not websocket)
+        self.data[stream] = b""
+        self.sock.sendall(self.conn.data_to_send())
+        return stream
+
+    def answer(self, stream):
+        """The status and fields of `stream`'s answer."""
+        while stream not in self.statuses:
+            if self.ended and None in self.ended:
+                raise Closed("the connection ended before an answer")
+            self._pump(5)
+        return self.statuses[stream], self.heads[stream]
+
+    def _pump(self, timeout):
+        self.sock.settimeout(timeout)
+        try:
+            got = self.sock.recv(1 << 16)
+        except socket.timeout:
+            raise TimeoutError("nothing within %.1f s" % timeout)
+        except (ConnectionResetError, ssl.SSLError):
+            got = b""
+        if not got:
+            self.ended.add(None)
+            return
+        self.inbound += got
+        # One frame at a time: python-h2 closes its state machine on a GOAWAY and refuses what
+        # follows, though RFC 9113 §6.8 lets the streams it leaves open finish (a drain's close
+        # frames come behind its GOAWAY). Its state is put back after each GOAWAY.
+        while len(self.inbound) >= 9:
+            size = 9 + int.from_bytes(self.inbound[:3], "big")
+            if len(self.inbound) < size:
+                break
+            frame, self.inbound = self.inbound[:size], self.inbound[size:]
+            for e in self.conn.receive_data(frame):
+                self._event(e)
+        out = self.conn.data_to_send()
+        if out:
+            self.sock.sendall(out)
+
+    def _event(self, e):
+        if isinstance(e, self.events.RemoteSettingsChanged):
+            for code, change in e.changed_settings.items():
+                self.settings[int(code)] = change.new_value
+        elif isinstance(e, self.events.ResponseReceived):
+            fields = {}
+            for name, value in e.headers:
+                if name == ":status":
+                    self.statuses[e.stream_id] = int(value)
+                else:
+                    fields.setdefault(name, []).append(value)
+            self.heads[e.stream_id] = fields
+        elif isinstance(e, self.events.DataReceived):
+            self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
+        elif isinstance(e, (self.events.StreamEnded, self.events.StreamReset)):
+            self.ended.add(e.stream_id)
+        elif isinstance(e, self.events.ConnectionTerminated):
+            self.goaway = e
+            if e.error_code != 0:
+                self.ended.add(None)
+            else:
+                self.conn.state_machine.state = self.ConnectionState.CLIENT_OPEN
+
+    def settimeout(self, timeout):
+        self.timeout = timeout or 5
+
+    def sendall(self, data, stream=None):
+        stream = self.stream if stream is None else stream
+        while data:
+            room = min(self.conn.local_flow_control_window(stream), self.conn.max_outbound_frame_size)
+            if room <= 0:
+                self._pump(5)
+                continue
+            try:
+                self.conn.send_data(stream, data[:room])
+            except self.errors.StreamClosedError:
+                raise BrokenPipeError("the server ended the stream")  # as a socket the server closed
+            data = data[room:]
+            self.sock.sendall(self.conn.data_to_send())
+
+    def read(self, stream, n=1 << 16):
+        while not self.data.get(stream) and stream not in self.ended and None not in self.ended:
+            self._pump(self.timeout)
+        got = self.data.get(stream, b"")
+        self.data[stream] = got[n:]
+        return got[:n]
+
+    def recv(self, n):
+        return self.read(self.stream, n)
+
+    def end(self, stream=None):
+        """Ends the client's side of a stream (END_STREAM)."""
+        self.conn.end_stream(self.stream if stream is None else stream)
+        self.sock.sendall(self.conn.data_to_send())
+
+    def close(self):
+        self.sock.close()
 
 
 def read_head(sock):
@@ -83,6 +221,15 @@ def handshake_answer(path="/csp/ws_probe?let=in", headers=None, body_bytes=4096)
 
 class Conn:
     def __init__(self, path="/csp/ws_probe?let=in", extra=(), pings="answer"):
+        self.pings = pings  # "answer": pong them and read on; "keep": return them
+        if getattr(ARGS, "h2", False):
+            self.sock = H2Tunnel(path, extra)
+            self.status, self.fields, self.buf = self.sock.status, self.sock.fields, b""
+            if self.status != 200:
+                raise AssertionError("extended CONNECT answered %d" % self.status)
+            if "sec-websocket-accept" in self.fields:
+                raise AssertionError("Sec-WebSocket-Accept over HTTP/2 (RFC 8441 has none)")
+            return
         self.sock = connect()
         self.key = base64.b64encode(os.urandom(16)).decode()
         headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", self.key),
@@ -94,7 +241,6 @@ class Conn:
         expected = base64.b64encode(hashlib.sha1(self.key.encode() + GUID).digest()).decode()
         if self.fields.get("sec-websocket-accept") != [expected]:
             raise AssertionError("wrong Sec-WebSocket-Accept %r" % self.fields.get("sec-websocket-accept"))
-        self.pings = pings  # "answer": pong them and read on; "keep": return them
 
     def send_raw(self, data):
         self.sock.sendall(data)
@@ -359,6 +505,119 @@ def _():
     assert c.message() == (TEXT, b"early")
     c.close()
     return "echoed"
+
+
+# ---- HTTP/2's opening handshake (RFC 8441), with --h2 --------------------------------------
+
+
+@case("h2.extended_connect_answered_200_and_echoes")
+def _():
+    c = Conn("/csp/ws_echo")
+    assert c.status == 200 and "sec-websocket-accept" not in c.fields, (c.status, c.fields)
+    c.send(TEXT, "over a stream")
+    assert c.message() == (TEXT, b"over a stream")
+    c.close()
+    return "200, SETTINGS_ENABLE_CONNECT_PROTOCOL = 1"
+
+
+@case("h2.version_8_426_names_13")
+def _():
+    t = H2Tunnel("/csp/ws_echo", extra=[("sec-websocket-version", "8")])
+    assert t.status == 426 and t.fields.get("sec-websocket-version") == ["13"], (t.status, t.fields)
+    t.close()
+    return "426, Sec-WebSocket-Version: 13"
+
+
+@case("h2.handler_refuses_403_first")
+def _():
+    t = H2Tunnel("/csp/ws_probe")
+    assert t.status == 403, t.status
+    # Answered before its stream ended: the client is asked to stop sending on it.
+    assert t.read(t.stream) is not None
+    deadline = time.time() + 5
+    while t.stream not in t.ended and time.time() < deadline:
+        t._pump(5)
+    assert t.stream in t.ended, "the refused stream stayed open"
+    t.close()
+    return "403, stream ended"
+
+
+@case("h2.plain_get_426")
+def _():
+    t = H2Tunnel("/csp/ws_echo")
+    get = t.open("/csp/ws_echo", websocket=False)
+    status, fields = t.answer(get)
+    assert status == 426 and "upgrade" not in fields, (status, fields)
+    t.close()
+    return "426 (no Upgrade field: HTTP/2 has none)"
+
+
+@case("h2.subprotocol_chosen_and_cookie_kept")
+def _():
+    c = Conn("/csp/ws_probe?let=in&protocol=chat", extra=[("Sec-WebSocket-Protocol", "superchat, chat")])
+    assert c.fields.get("sec-websocket-protocol") == ["chat"], c.fields
+    assert c.fields.get("set-cookie") == ["probe=1; Path=/"], c.fields
+    c.send(TEXT, "hi")
+    assert c.message() == (TEXT, b"hi")
+    c.close()
+    return "sec-websocket-protocol: chat"
+
+
+@case("h2.frames_right_behind_the_headers")
+def _():
+    c = Conn.__new__(Conn)
+    c.pings, c.buf = "answer", b""
+    first = c.frame(TEXT, "early")
+
+    class Early(H2Tunnel):
+        def open(self, path, extra=(), websocket=True):
+            stream = H2Tunnel.open(self, path, extra, websocket)
+            if websocket:  # DATA right behind the HEADERS, before the 200
+                self.conn.send_data(stream, first)
+                self.sock.sendall(self.conn.data_to_send())
+            return stream
+    c.sock = Early("/csp/ws_echo")
+    assert c.sock.status == 200, c.sock.status
+    assert c.message() == (TEXT, b"early")
+    c.close()
+    return "echoed"
+
+
+@case("h2.two_websockets_and_a_request_on_one_connection")
+def _():
+    t = H2Tunnel("/csp/ws_echo")
+    other = t.open("/csp/ws_echo")
+    assert t.answer(other)[0] == 200
+    get = t.open("/csp/ws_probe", websocket=False)
+    assert t.answer(get)[0] == 403
+    a, b = Conn.__new__(Conn), Conn.__new__(Conn)
+    a.sock, a.buf, a.pings = t, b"", "answer"
+    b.sock, b.buf, b.pings = t, b"", "answer"
+    a.send(TEXT, "first")
+    t.sendall(a.frame(TEXT, "second"), stream=other)
+    assert a.message() == (TEXT, b"first")
+    data = b""
+    while len(data) < 8:
+        data += t.read(other)
+    assert data[2:] == b"second", data
+    t.close()
+    return "two conversations and a GET share one connection"
+
+
+@case("h2.client_end_stream_is_1006")
+def _():
+    c = Conn()
+    c.send(TEXT, "x")
+    c.message()
+    c.sock.end()  # END_STREAM without a closing handshake
+    c.expect_eof()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        status, _, body = handshake_answer("/csp/ws_probe?last=close", headers=[])
+        if body.startswith(b"1006"):
+            return "on_close heard 1006; the stream was reset"
+        time.sleep(0.05)
+    raise AssertionError("on_close heard %r" % body)
 
 
 # ---- 1. Framing -------------------------------------------------------------------------------
@@ -902,11 +1161,14 @@ def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--max-message", type=int, default=65536)
     parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--h2", action="store_true")
     ARGS = parser.parse_args()
     results = {}
     for name, fn in (TIMING if ARGS.timing else CASES):
         if not name.startswith(ARGS.only):
             continue
+        if name.startswith("handshake." if ARGS.h2 else "h2."):
+            continue  # HTTP/1.1's opening handshake, or HTTP/2's
         try:
             detail = fn()
             results[name] = {"ok": True, "detail": detail or ""}

@@ -12,6 +12,8 @@ raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong a
   ws_scenarios.py extensions PORT             prints the extensions a deflate offer is answered with
   ws_scenarios.py workers PORT                subscribers on two workers all hear what one publishes,
                                               in order, big messages (in pieces) included
+With --h2 (Debian's /usr/bin/python3, python3-h2), each conversation is on an HTTP/2 stream of its
+own connection (RFC 8441).
 """
 import argparse
 import os
@@ -65,6 +67,10 @@ def drain(args):
     for c in conns:
         reason = c.expect_close(1001, timeout=10)
         assert reason == b"server stopping", reason
+    if args.h2:
+        # Each connection heard a GOAWAY without an error, and its stream finished after it.
+        assert all(c.sock.goaway and c.sock.goaway.error_code == 0 for c in conns), "no GOAWAY NO_ERROR"
+        return "3 WebSockets on HTTP/2 streams: GOAWAY, then 1001 'server stopping', answered"
     return "3 WebSockets closed 1001 'server stopping' and answered"
 
 
@@ -147,8 +153,9 @@ def main():
     parser.add_argument("scenario")
     parser.add_argument("port", type=int)
     parser.add_argument("rest", nargs="*")
+    parser.add_argument("--h2", action="store_true", help="each conversation on an HTTP/2 stream (RFC 8441)")
     args = parser.parse_args()
-    ws_frames.ARGS = argparse.Namespace(port=args.port, tls=False)
+    ws_frames.ARGS = argparse.Namespace(port=args.port, tls=False, h2=args.h2)
     if args.scenario == "reload":
         args.new_so, args.target = args.rest
     elif args.scenario == "drain":

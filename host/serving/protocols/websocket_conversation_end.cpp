@@ -1,7 +1,7 @@
-// How a WebSocket conversation ends (see websocket_session.hpp): the peer's close frame answered,
-// ours sent and awaited (a handler's csp_ws_close, a drain), the connection failed with the RFC's
-// code, the timeouts of the loop's tick (send, close, idle, pings), and the close itself.
-#include "serving/protocols/websocket_session.hpp"
+// How a WebSocket conversation ends (see websocket_conversation.hpp): the peer's close frame
+// answered, ours sent and awaited (a handler's csp_ws_close, a drain), the conversation failed with
+// the RFC's code, and the timeouts of the loop's tick (close, idle, pings).
+#include "serving/protocols/websocket_conversation.hpp"
 
 #include "common/clocks.hpp"
 #include "serving/loop_context.hpp"
@@ -17,7 +17,7 @@ constexpr std::uint32_t kCloseWaitMs = 5000;
 
 }  // namespace
 
-bool WebSocketSession::on_close_frame(std::string_view payload) {
+bool WebSocketConversation::on_close_frame(std::string_view payload) {
     int code = ws::kNoStatus;
     std::string_view reason;
     if (payload.size() == 1) {
@@ -41,7 +41,8 @@ bool WebSocketSession::on_close_frame(std::string_view payload) {
         link_output();
         std::string frame;
         ws::append_close_frame(frame, code == ws::kNoStatus ? 0 : unsigned(code));
-        queued_.append_owned(std::move(frame));
+        if (!carrier_) return false;
+        carrier_->carry(std::move(frame));
         close_sent_ = true;
     }
     tell_closed(code, reason);
@@ -49,48 +50,45 @@ bool WebSocketSession::on_close_frame(std::string_view payload) {
     return false;
 }
 
-void WebSocketSession::fail(std::uint16_t code, std::string_view why) {
-    if (closed_) return;
-    spdlog::debug("client {}:{}: WebSocket closed {}: {}", address_, port_, code, why);
+void WebSocketConversation::fail(std::uint16_t code, std::string_view why) {
+    if (!carrier_) return;
+    spdlog::debug("client {}: WebSocket closed {}: {}", carrier_->peer(), code, why);
     if (!close_sent_) {
-        link_->shut();  // what the handler has not handed to the socket yet is dropped (link_output)
+        link_->shut();  // what the handler has not handed to the carrier yet is dropped (link_output)
         std::string frame;
         ws::append_close_frame(frame, code, code == ws::kInternalError ? std::string_view{} : why);
-        queued_.append_owned(std::move(frame));
+        carrier_->carry(std::move(frame));
         close_sent_ = true;
     }
     tell_closed(code, why);
     close_after_write_ = true;
 }
 
-void WebSocketSession::begin_close(std::uint16_t code, std::string_view reason) {
-    if (closed_ || close_sent_) return;
+void WebSocketConversation::begin_close(std::uint16_t code, std::string_view reason) {
+    if (!carrier_ || close_sent_) return;
+    const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
     link_output();  // what the handler sent goes before
+    if (!carrier_ || close_sent_) return;
     link_->shut();
     std::string frame;
     ws::append_close_frame(frame, code, reason);
-    queued_.append_owned(std::move(frame));
+    carrier_->carry(std::move(frame));
     close_sent_ = true;
     close_sent_at_ = coarse_now_ms();
-    flush();
+    push();
 }
 
-void WebSocketSession::on_tick(std::uint32_t now) {
-    if (closed_) return;
+void WebSocketConversation::tick(std::uint32_t now) {
+    if (!carrier_) return;
+    const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
     const ConnectionLimits& limits = loop_.limits;
-    if (writing_ && now - last_write_ >= limits.send_timeout_s * 1000u) {
-        spdlog::debug("client {}:{}: took none of our WebSocket bytes for {} s; closing", address_, port_,
-                      limits.send_timeout_s);
-        close();
-        return;
-    }
     if (close_sent_) {
-        if (close_sent_at_ && now - close_sent_at_ >= kCloseWaitMs) close();  // no answer to our close
+        if (close_sent_at_ && now - close_sent_at_ >= kCloseWaitMs) hang_up();  // no answer to our close
         return;
     }
     if (limits.ws_idle_timeout_s && now - last_read_ >= limits.ws_idle_timeout_s * 1000u) {
         fail(ws::kGoingAway, "silent past --ws-idle-timeout");
-        flush();
+        push();
         return;
     }
     if (!limits.ws_ping_interval_s) return;
@@ -101,25 +99,17 @@ void WebSocketSession::on_tick(std::uint32_t now) {
             ping_sent_ = 0;
         } else if (now - ping_sent_ >= interval) {
             fail(ws::kGoingAway, "no answer to a ping");
-            flush();
+            push();
             return;
         }
     }
     if (!ping_sent_ && now - last_read_ >= interval) {
         send_control(ws::Opcode::ping, {});
         ping_sent_ = now ? now : 1;
-        flush();
+        push();
     }
 }
 
-void WebSocketSession::on_drain() { begin_close(ws::kGoingAway, "server stopping"); }
-
-void WebSocketSession::close() {
-    if (closed_) return;
-    const std::shared_ptr<Connection> keep = shared_from_this();  // the loop's set may hold the last reference
-    closed_ = true;
-    tell_closed(ws::kAbnormal, {});
-    transport_.close();
-}
+void WebSocketConversation::drain() { begin_close(ws::kGoingAway, "server stopping"); }
 
 }  // namespace cspd

@@ -1,0 +1,106 @@
+// WebSockets over an HTTP/2 session's streams, RFC 8441 (see http2_session.hpp): a handler accepts
+// an extended CONNECT, the stream answers 200 and carries the conversation (Http2WebSocket); the
+// bytes its DATA brings are handed over once nghttp2 has taken the whole read.
+#include "serving/protocols/http2_session.hpp"
+
+#include "serving/exchange/topic_board.hpp"
+#include "serving/loop_context.hpp"
+#include "websocket/deflate.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <new>
+#include <optional>
+
+namespace cspd {
+
+WebSocketChannel* Http2Session::accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
+                                                 std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                                 std::string& extensions) noexcept {
+    Http2Stream* s = routing_;
+    if (!s || s->upgrade || s->protocol.empty() || loop_.draining || going_away_ || close_when_sent_) return nullptr;
+    try {
+        std::optional<std::string> deflate;
+        if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);
+        s->upgrade = std::make_shared<WebSocketLink>(loop_.inbox, callbacks, std::move(version), stats, deflate.has_value());
+        extensions = deflate.value_or(std::string());
+    } catch (const std::bad_alloc&) {
+        s->upgrade.reset();
+        return nullptr;
+    }
+    return s->upgrade.get();
+}
+
+void Http2Session::start_websocket(Http2Stream& s) {
+    std::shared_ptr<WebSocketLink> link = std::move(s.upgrade);
+    try {
+        s.websocket = std::make_unique<Http2WebSocket>(*this, s);
+    } catch (const std::bad_alloc&) {
+        spdlog::error("client {}:{}: stream {}: no memory for a WebSocket; stream reset", address_, port_, s.id);
+        link->shut();
+        TopicBoard::instance().leave_all(*link);  // subscribed during the call, perhaps
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
+        s.head_submitted = true;
+        return;
+    }
+    ++websockets_;
+    submit(s);  // the 200; its DATA is the conversation's from here on
+    s.reset_when_answered = true;  // once our END_STREAM is out, the client's side is reset if still open
+    std::string first;
+    first.swap(s.body);  // frames that came with the HEADERS
+    Http2WebSocket& websocket = *s.websocket;  // `s` may be closed by what the conversation sends
+    websocket.begin(std::move(link), first);
+}
+
+void Http2Session::websocket_bytes(Http2Stream& s, std::string_view bytes) {
+    if (s.body.empty()) heard_.push_back(s.id);
+    try {
+        s.body.append(bytes);  // a read's worth at most: handed over when nghttp2 returns
+    } catch (const std::bad_alloc&) {
+        spdlog::error("client {}:{}: stream {}: no memory for WebSocket bytes; stream reset", address_, port_, s.id);
+        s.websocket->hang_up();
+    }
+}
+
+void Http2Session::feed_websockets() {
+    for (std::size_t i = 0; i < heard_.size() && !closed_; ++i) {
+        Http2Stream* s = stream(heard_[i]);
+        if (!s || !s->websocket) continue;
+        std::string bytes;
+        bytes.swap(s->body);
+        const bool ended = s->request_complete;
+        Http2WebSocket& websocket = *s->websocket;
+        websocket.read(bytes);
+        if (ended && (s = stream(heard_[i])) && s->websocket) s->websocket->peer_ended();
+    }
+    heard_.clear();
+}
+
+template <class Act>
+void Http2Session::for_each_websocket(Act act) {
+    if (websockets_ == 0) return;
+    std::vector<std::int32_t> ids;  // not a member: what `act` does may come back here
+    for (auto& [id, s] : streams_)
+        if (s->websocket) ids.push_back(id);
+    for (const std::int32_t id : ids) {
+        if (closed_) return;
+        if (Http2Stream* s = stream(id); s && s->websocket) act(*s);
+    }
+}
+
+void Http2Session::websockets_ticked(std::uint32_t now) {
+    for_each_websocket([now](Http2Stream& s) { s.websocket->tick(now); });
+}
+
+void Http2Session::websockets_drained() {
+    if (!queued_.empty()) return;  // the socket holds some still
+    for_each_websocket([](Http2Stream& s) {
+        if (s.sent == s.response.size()) s.websocket->drained();
+    });
+}
+
+void Http2Session::websockets_draining() {
+    for_each_websocket([](Http2Stream& s) { s.websocket->drain(); });
+}
+
+}  // namespace cspd
