@@ -1,5 +1,5 @@
 // libFuzzer target: HTTP/2 frames fed to the real session. An event loop (the same EventLoop a
-// worker runs, with hello, echo, later and stream handlers and a www folder) listens on
+// worker runs, with hello, echo, later, stream and ws_echo handlers and a www folder) listens on
 // loopback; each input is sent on a new connection after the client preface and an empty
 // SETTINGS frame, as a client's bytes, and the response is read until the server closes (the
 // client half-closes after the input). The input decides everything after the preface: frame
@@ -55,11 +55,13 @@ struct Harness {
         options.connection.h2_max_streams = 16;
         loop = std::make_unique<cspd::EventLoop>(0, options, *www);
         loader = std::make_unique<cspd::HandlerLoader>(dir);
-        for (const char* name : {"hello", "echo", "later", "stream"}) {
+        // ws_echo: extended CONNECTs (RFC 8441) become WebSocket conversations on their streams.
+        for (const std::string name : {"hello", "echo", "later", "stream", "examples/ws_echo"}) {
             std::filesystem::path file = std::string(CSPD_FUZZ_HANDLERS_DIR) + "/" + name + ".so";
             if (!std::filesystem::exists(file)) file = std::string(CSPD_HANDLERS_DIR) + "/" + name + ".so";
-            auto loaded = loader->load(name, file);
-            if (loaded.version) loop->set_handler(name, loaded.version, false);
+            const std::string route = file.stem();
+            auto loaded = loader->load(route, file);
+            if (loaded.version) loop->set_handler(route, loaded.version, false);
         }
         const int listener = cspd::open_listener("127.0.0.1", 0);
         sockaddr_in bound{};

@@ -150,6 +150,8 @@ private:
     void websocket_bytes(Http2Stream& s, std::string_view bytes);
     /// Hands what WebSocket streams received in this read to their conversations.
     void feed_websockets();
+    /// Hands what `s` received to its conversation, unless our frames wait for the client's window.
+    void feed_websocket(Http2Stream& s);
     /// Runs `act` on every WebSocket stream, by id (what it does may close streams).
     template <class Act>
     void for_each_websocket(Act act);
@@ -171,6 +173,8 @@ private:
     static constexpr double kResetBurst = 200, kResetsPerSecond = 100;
     /// HEADERS + CONTINUATION frames of one header block, at most (a flood of tiny ones is cut).
     static constexpr std::size_t kMaxBlockFrames = 64;
+    /// A WebSocket stream's client is read while fewer of our bytes than this wait for its window.
+    static constexpr std::size_t kWebSocketReadMark = 64 * 1024;
 
     nghttp2_session* session_ = nullptr;
     std::unordered_map<std::int32_t, std::unique_ptr<Http2Stream>> streams_;

@@ -66,9 +66,15 @@ struct Http2Session::Callbacks {
         if (Http2Stream* s = self.stream(stream_id)) {
             s->last_in = coarse_now_ms();
             const std::string_view bytes(reinterpret_cast<const char*>(data), length);
-            if (s->websocket) self.websocket_bytes(*s, bytes);
-            else self.add_body(*s, bytes);
+            if (s->websocket) {
+                // Taken for the connection at once; for the stream once the conversation has them.
+                nghttp2_session_consume_connection(self.session_, length);
+                self.websocket_bytes(*s, bytes);
+                return 0;
+            }
+            self.add_body(*s, bytes);
         }
+        nghttp2_session_consume(self.session_, stream_id, length);  // a body is bounded by --max-body
         return 0;
     }
 
@@ -161,6 +167,9 @@ bool Http2Session::set_up() {
         nghttp2_option_set_max_outbound_ack(options, 1000);
         nghttp2_option_set_max_settings(options, 32);
         nghttp2_option_set_max_deflate_dynamic_table_size(options, 4096);
+        // Windows reopen as we take bytes in (nghttp2_session_consume): a WebSocket whose client
+        // does not read our frames is not read either, as over its own connection.
+        nghttp2_option_set_no_auto_window_update(options, 1);
         made = nghttp2_session_server_new2(&session_, callbacks, this, options) == 0;
         if (made) {
             const nghttp2_settings_entry settings[] = {

@@ -63,17 +63,27 @@ void Http2Session::websocket_bytes(Http2Stream& s, std::string_view bytes) {
 }
 
 void Http2Session::feed_websockets() {
-    for (std::size_t i = 0; i < heard_.size() && !closed_; ++i) {
-        Http2Stream* s = stream(heard_[i]);
-        if (!s || !s->websocket) continue;
-        std::string bytes;
-        bytes.swap(s->body);
-        const bool ended = s->request_complete;
-        Http2WebSocket& websocket = *s->websocket;
-        websocket.read(bytes);
-        if (ended && (s = stream(heard_[i])) && s->websocket) s->websocket->peer_ended();
-    }
+    for (std::size_t i = 0; i < heard_.size() && !closed_; ++i)
+        if (Http2Stream* s = stream(heard_[i]); s && s->websocket) feed_websocket(*s);
     heard_.clear();
+}
+
+void Http2Session::feed_websocket(Http2Stream& s) {
+    // While our frames wait for the client's window, its bytes wait too: unconsumed, they hold its
+    // window for the stream shut (what a connection of its own does by not reading).
+    if (s.response.size() - s.sent > kWebSocketReadMark) return;
+    const std::int32_t id = s.id;
+    if (!s.body.empty()) {
+        std::string bytes;
+        bytes.swap(s.body);
+        nghttp2_session_consume_stream(session_, id, bytes.size());
+        s.websocket->read(bytes);
+    }
+    Http2Stream* still = stream(id);
+    if (still && still->websocket && still->request_complete && still->body.empty() && !still->end_heard) {
+        still->end_heard = true;
+        still->websocket->peer_ended();
+    }
 }
 
 template <class Act>
@@ -94,8 +104,11 @@ void Http2Session::websockets_ticked(std::uint32_t now) {
 
 void Http2Session::websockets_drained() {
     if (!queued_.empty()) return;  // the socket holds some still
-    for_each_websocket([](Http2Stream& s) {
-        if (s.sent == s.response.size()) s.websocket->drained();
+    for_each_websocket([this](Http2Stream& s) {
+        const std::int32_t id = s.id;
+        if (!s.body.empty() || (s.request_complete && !s.end_heard)) feed_websocket(s);  // held while output waited
+        Http2Stream* still = stream(id);
+        if (still && still->websocket && still->sent == still->response.size()) still->websocket->drained();
     });
 }
 

@@ -75,6 +75,7 @@ struct Http2Stream {
     bool data_deferred = false;                ///< nghttp2 waits (NGHTTP2_ERR_DEFERRED) for more bytes
     bool head_request = false;
     bool reset_when_answered = false;          ///< answered before the request was whole: RST_STREAM NO_ERROR after
+    bool end_heard = false;                    ///< a WebSocket's conversation heard the client's END_STREAM
 };
 
 }  // namespace cspd

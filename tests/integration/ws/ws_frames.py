@@ -61,6 +61,8 @@ class H2Tunnel:
         self.events, self.errors = h2.events, h2.exceptions
         self.ConnectionState = h2.connection.ConnectionState
         self.inbound, self.goaway = b"", None
+        self.acknowledge, self.unacknowledged = True, []  # off: the server's window for us stays shut
+        self.unsent = b""
         self.sock = sock or connect(alpn="h2")
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         self.conn.initiate_connection()
@@ -135,7 +137,10 @@ class H2Tunnel:
                     fields.setdefault(name, []).append(value)
             self.heads[e.stream_id] = fields
         elif isinstance(e, self.events.DataReceived):
-            self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            if self.acknowledge:
+                self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            else:
+                self.unacknowledged.append((e.flow_controlled_length, e.stream_id))
             self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
         elif isinstance(e, (self.events.StreamEnded, self.events.StreamReset)):
             self.ended.add(e.stream_id)
@@ -149,12 +154,24 @@ class H2Tunnel:
     def settimeout(self, timeout):
         self.timeout = timeout or 5
 
+    def resume_acknowledging(self):
+        """Takes in what came meanwhile: the server's window opens again."""
+        self.acknowledge = True
+        for size, stream in self.unacknowledged:
+            self.conn.acknowledge_received_data(size, stream)
+        self.unacknowledged = []
+        self.sock.sendall(self.conn.data_to_send())
+
     def sendall(self, data, stream=None):
         stream = self.stream if stream is None else stream
         while data:
             room = min(self.conn.local_flow_control_window(stream), self.conn.max_outbound_frame_size)
             if room <= 0:
-                self._pump(5)
+                try:
+                    self._pump(self.timeout)
+                except TimeoutError:
+                    self.unsent = data  # the rest of what was asked: sendall(unsent) goes on
+                    raise
                 continue
             try:
                 self.conn.send_data(stream, data[:room])
@@ -602,6 +619,36 @@ def _():
     assert data[2:] == b"second", data
     t.close()
     return "two conversations and a GET share one connection"
+
+
+@case("h2.a_client_that_does_not_read_is_not_read")
+def _():
+    """Pings from a client that takes none of our pongs: once our pongs wait, its bytes wait too
+    (its window shuts), and when it reads again every ping has its pong, in order."""
+    c = Conn("/csp/ws_echo", pings="keep")
+    c.sock.acknowledge = False
+    c.sock.settimeout(1)
+    pings = 0
+    try:
+        while pings < 100000:
+            c.send(PING, struct.pack(">I", pings) + b"p" * 121)
+            pings += 1
+    except TimeoutError:
+        pass
+    sent = pings * 131  # each ping: a 2-byte head, a 4-byte mask, our count and 121 bytes
+    assert sent < 1 << 20, "the server took %d bytes from a client that reads nothing" % sent
+    c.sock.resume_acknowledging()
+    c.sock.settimeout(5)
+    if c.sock.unsent:  # the ping our window cut in two
+        c.sock.sendall(c.sock.unsent)
+        pings += 1
+    for i in range(pings):
+        fin, rsv, op, payload = c.recv()
+        assert op == PONG and payload[:4] == struct.pack(">I", i), "pong %d: %d %r" % (i, op, payload[:4])
+    c.send(TEXT, "still here")
+    assert c.message() == (TEXT, b"still here")
+    c.close()
+    return "took %d KiB of pings, then stopped; %d pongs once read" % (sent >> 10, pings)
 
 
 @case("h2.client_end_stream_is_1006")
