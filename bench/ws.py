@@ -8,6 +8,10 @@
   topic crosses processes), one of them says a line, everyone must hear it: the time until the last
   one has, and server CPU per delivered message; median of the rounds.
 - idle: RSS growth per idle WebSocket, 10,000 of them held open (cspd: one worker).
+- floor: what the kernel alone charges a fan-out here: a C loop (bench/loopback_floor.c, built with
+  cc) writes one small message to each of up to 5,000 loopback sockets on CPU 0, µs per write.
+  Loopback runs the receiver's TCP processing inside the sender's write, so this is a floor under
+  any server's CPU per delivered message on this machine.
 
     python3 bench/ws.py [--cspd build/cspd] [--handlers build/test-handlers/examples] [--rounds 3]
                         [--seconds 5] [--clients 10000] [--out bench/results]
@@ -205,6 +209,14 @@ def idle(peer, clients):
     return {"bytes_per_connection": (after - before) * 1024 / clients}
 
 
+def floor(work, clients):
+    binary = Path(work) / "loopback_floor"
+    subprocess.run(["cc", "-O2", "-o", str(binary), str(ROOT / "bench" / "loopback_floor.c")], check=True)
+    out = subprocess.run(["taskset", "-c", SERVER_CPU, str(binary), str(min(clients, 5000)), "7", "50"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cspd", default=str(ROOT / "build" / "cspd"))
@@ -243,6 +255,7 @@ def main():
         peer = make()
         results[peer.name]["idle"] = run(peer, lambda p: idle(p, args.clients))
 
+    kernel = floor(work, args.clients)
     summary = {}
     for name, r in results.items():
         summary[name] = {
@@ -272,11 +285,16 @@ def main():
         f"{n['fanout_cpu_us_per_delivery']:.2f} | {c['fanout_cpu_us_per_delivery'] / n['fanout_cpu_us_per_delivery']:.2f} |",
         f"| idle WebSocket: bytes of RSS each | {c['idle_bytes_per_connection']:,.0f} | "
         f"{n['idle_bytes_per_connection']:,.0f} | {c['idle_bytes_per_connection'] / n['idle_bytes_per_connection']:.2f} |",
+        f"| kernel floor: µs per small write to a loopback socket (C loop, CPU 0) | "
+        f"{kernel['us_per_write_best']:.2f} | | |",
+        f"| ... times {args.clients:,} subscribers on one CPU: ms | {kernel['us_per_write_best'] * args.clients / 1000:.1f} | | |",
         "",
         "cspd's fan-out runs with 2 workers (the topic crosses processes); Node's is one process.",
+        "Both workers share CPU 0 (the client has CPU 1): a fan-out's time is bound below by the floor",
+        "row times the subscribers, whatever the server does.",
     ]
     out = Path(args.out)
-    (out / "ws.json").write_text(json.dumps({"summary": summary, "runs": results}, indent=1))
+    (out / "ws.json").write_text(json.dumps({"summary": summary, "runs": results, "floor": kernel}, indent=1))
     (out / "ws.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +73,15 @@ struct Harness {
         runner = std::thread([this] { loop->run(); });
     }
 
+    /// poll() for one descriptor, retried when a signal interrupts it.
+    static int wait_for(pollfd& p, int timeout_ms) {
+        int ready;
+        do {
+            ready = ::poll(&p, 1, timeout_ms);
+        } while (ready < 0 && errno == EINTR);
+        return ready;
+    }
+
     /// Sends `bytes` after the preface, half-closes, and reads until the server closes.
     void run(const std::uint8_t* data, std::size_t size) {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -79,7 +89,16 @@ struct Harness {
         where.sin_family = AF_INET;
         where.sin_port = htons(port);
         where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) std::abort();
+        // libFuzzer's -timeout alarm interrupts blocking calls once a second: a connect it cut
+        // short goes on by itself, and waits are retried (wait_for), so that no EINTR reads as a hang.
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
+            pollfd p{fd, POLLOUT, 0};
+            int error = 0;
+            socklen_t error_size = sizeof error;
+            if (errno != EINTR || wait_for(p, 3000) <= 0 ||
+                ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_size) != 0 || error != 0)
+                std::abort();
+        }
         std::string bytes(kPreface);
         bytes.append(reinterpret_cast<const char*>(kEmptySettings), sizeof kEmptySettings);
         bytes.append(reinterpret_cast<const char*>(data), size);
@@ -88,7 +107,7 @@ struct Harness {
         char sink[65536];
         while (sent < bytes.size()) {
             pollfd p{fd, POLLOUT | POLLIN, 0};
-            if (::poll(&p, 1, 3000) <= 0) std::abort();  // the server neither reads nor answers: a hang
+            if (wait_for(p, 3000) <= 0) std::abort();  // the server neither reads nor answers: a hang
             if (p.revents & POLLIN) {
                 const ssize_t n = ::recv(fd, sink, sizeof sink, 0);
                 if (n <= 0) break;  // closed on us: the rest is not wanted
@@ -104,7 +123,7 @@ struct Harness {
             pollfd p{fd, POLLIN, 0};
             // The session closes at the client's EOF; answers owed (a deferred reply, a stream)
             // are dropped then. Five seconds without a byte or the close is a hang.
-            if (::poll(&p, 1, 5000) <= 0) std::abort();
+            if (wait_for(p, 5000) <= 0) std::abort();
             const ssize_t n = ::recv(fd, sink, sizeof sink, 0);
             if (n <= 0) break;
         }

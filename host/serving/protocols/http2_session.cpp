@@ -110,6 +110,8 @@ void Http2Session::process(std::string_view input) {
 
 void Http2Session::send_frames() {
     if (closed_ || writing_) return;
+    // With conversations, more follows a close below (websockets_drained): held until it is done.
+    const std::shared_ptr<Connection> keep = websockets_ ? shared_from_this() : nullptr;
     std::string& out = loop_.output;
     for (;;) {
         out.clear();
@@ -147,7 +149,7 @@ void Http2Session::send_frames() {
     out.clear();
     report_stream_room();
     after_send();
-    websockets_drained();  // last: what they write comes back here
+    if (!closed_) websockets_drained();  // last: what they write comes back here
 }
 
 void Http2Session::on_writable() {

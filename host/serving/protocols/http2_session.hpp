@@ -180,7 +180,6 @@ private:
     std::unordered_map<std::int32_t, std::unique_ptr<Http2Stream>> streams_;
     std::vector<std::int32_t> ready_;  // streams whose request completed in this read, in order
     std::vector<std::int32_t> heard_;  // WebSocket streams that received DATA (or ended) in this read
-    std::vector<std::int32_t> ids_;    // scratch: streams to visit by id
     std::size_t websockets_ = 0;       // streams carrying a WebSocket
     Http2Stream* routing_ = nullptr;   // the stream being routed: PendingCalls' calls are its
     OutputQueue queued_;               // frames the transport has not taken yet

@@ -66,8 +66,10 @@ struct Http2Session::Callbacks {
         if (Http2Stream* s = self.stream(stream_id)) {
             s->last_in = coarse_now_ms();
             const std::string_view bytes(reinterpret_cast<const char*>(data), length);
-            if (s->websocket) {
-                // Taken for the connection at once; for the stream once the conversation has them.
+            if (s->websocket || (!s->protocol.empty() && !s->head_submitted)) {
+                // A conversation's bytes (or, before its answer, an extended CONNECT's: no body,
+                // whatever it becomes) are taken for the connection at once; for the stream once
+                // the conversation has them. Its stream window bounds what waits.
                 nghttp2_session_consume_connection(self.session_, length);
                 self.websocket_bytes(*s, bytes);
                 return 0;

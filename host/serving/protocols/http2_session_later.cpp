@@ -111,13 +111,7 @@ void Http2Session::more_stream_bytes(Http2Stream& s, std::string&& bytes) {
         submit(s);
         return;
     }
-    if (s.sent == s.response.size()) {
-        s.response = std::move(bytes);
-    } else {
-        s.response.erase(0, s.sent);  // what went out already: only what waits is kept
-        s.response.append(bytes);
-    }
-    s.sent = 0;
+    s.append_output(std::move(bytes));
     if (s.data_deferred) {
         s.data_deferred = false;
         nghttp2_session_resume_data(session_, s.id);

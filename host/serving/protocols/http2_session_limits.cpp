@@ -87,6 +87,8 @@ void Http2Session::count_reset_sent(std::uint32_t error) {
 
 void Http2Session::on_tick(std::uint32_t now) {
     if (closed_) return;
+    // A conversation's frames may close the session while this runs: the loop's list does not hold it.
+    const std::shared_ptr<Connection> keep = websockets_ ? shared_from_this() : nullptr;
     const ConnectionLimits& config = loop_.limits;
     const auto passed = [now](std::uint32_t since, unsigned seconds) { return coarse_passed(now, since, seconds); };
     if (lingering_) {
@@ -112,7 +114,7 @@ void Http2Session::on_tick(std::uint32_t now) {
     const bool connection_window_open = nghttp2_session_get_remote_window_size(session_) > 0;
     for (auto& [id, s] : streams_) {
         const bool data_waits = s->head_submitted && (s->sent < s->response.size() || s->file.is_open());
-        if (!s->request_complete && !s->head_submitted && s->refused == Http2Stream::Refusal::none) {
+        if (!s->request_complete && !s->head_submitted && !s->pending && s->refused == Http2Stream::Refusal::none) {
             if (passed(s->last_in, config.header_timeout_s)) reset_stalled(*s, "request stopped arriving for --header-timeout");
             continue;
         }
@@ -169,6 +171,7 @@ void Http2Session::reset_stalled(Http2Stream& s, const char* why) {
 
 void Http2Session::on_drain() {
     if (closed_ || going_away_) return;
+    const std::shared_ptr<Connection> keep = shared_from_this();  // a conversation's close may close the session
     go_away(H2Goaway::drain, NGHTTP2_NO_ERROR);  // open streams finish; the connection closes after the last
     websockets_draining();
     send_frames();

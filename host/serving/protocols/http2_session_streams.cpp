@@ -211,6 +211,16 @@ void Http2Session::submit(Http2Stream& s) {
         s.head_submitted = true;
         return;
     }
+    if (!s.protocol.empty() && !s.websocket && fields_.status / 100 == 2) {
+        // A 2xx to a CONNECT opens its tunnel (RFC 9110 §9.3.6, RFC 8441 §5): a route that did not
+        // accept the WebSocket must not say so.
+        spdlog::warn("client {}:{}: stream {}: {} answered a WebSocket's extended CONNECT with {} without accepting "
+                     "it; 501 sent instead",
+                     address_, port_, s.id, s.path, fields_.status);
+        s.response.clear();
+        append_error(s.response, HttpStatus::not_implemented, loop_.date.now(), true, false, false);
+        if (!read_response_head(s.response, fields_)) return;
+    }
     s.sent = fields_.head_size;
     char status[3] = {char('0' + fields_.status / 100 % 10), char('0' + fields_.status / 10 % 10),
                       char('0' + fields_.status % 10)};

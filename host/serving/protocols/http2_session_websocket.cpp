@@ -18,7 +18,10 @@ WebSocketChannel* Http2Session::accept_websocket(const HttpRequest& request, con
                                                  std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                                  std::string& extensions) noexcept {
     Http2Stream* s = routing_;
-    if (!s || s->upgrade || s->protocol.empty() || loop_.draining || going_away_ || close_when_sent_) return nullptr;
+    // A connection let in past --max-connections for a probe serves quick requests only.
+    if (!s || s->upgrade || s->protocol.empty() || loop_.draining || going_away_ || close_when_sent_ ||
+        lane_ == Lane::probe_reserve)
+        return nullptr;
     try {
         std::optional<std::string> deflate;
         if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);
@@ -34,7 +37,9 @@ WebSocketChannel* Http2Session::accept_websocket(const HttpRequest& request, con
 void Http2Session::start_websocket(Http2Stream& s) {
     std::shared_ptr<WebSocketLink> link = std::move(s.upgrade);
     try {
-        s.websocket = std::make_unique<Http2WebSocket>(*this, s);
+        auto websocket = std::make_unique<Http2WebSocket>(*this, s);
+        websocket->attach(link);
+        s.websocket = std::move(websocket);
     } catch (const std::bad_alloc&) {
         spdlog::error("client {}:{}: stream {}: no memory for a WebSocket; stream reset", address_, port_, s.id);
         link->shut();
@@ -47,18 +52,20 @@ void Http2Session::start_websocket(Http2Stream& s) {
     submit(s);  // the 200; its DATA is the conversation's from here on
     s.reset_when_answered = true;  // once our END_STREAM is out, the client's side is reset if still open
     std::string first;
-    first.swap(s.body);  // frames that came with the HEADERS
+    first.swap(s.body);  // frames that came with the HEADERS (their window is taken now)
+    if (!first.empty()) nghttp2_session_consume_stream(session_, s.id, first.size());
     Http2WebSocket& websocket = *s.websocket;  // `s` may be closed by what the conversation sends
-    websocket.begin(std::move(link), first);
+    websocket.begin(first);
 }
 
 void Http2Session::websocket_bytes(Http2Stream& s, std::string_view bytes) {
-    if (s.body.empty()) heard_.push_back(s.id);
+    if (s.body.empty() && s.websocket) heard_.push_back(s.id);
     try {
         s.body.append(bytes);  // a read's worth at most: handed over when nghttp2 returns
     } catch (const std::bad_alloc&) {
         spdlog::error("client {}:{}: stream {}: no memory for WebSocket bytes; stream reset", address_, port_, s.id);
-        s.websocket->hang_up();
+        if (s.websocket) s.websocket->hang_up();
+        else nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
     }
 }
 

@@ -39,6 +39,17 @@ struct Http2Stream {
     Http2Stream(const Http2Stream&) = delete;
     Http2Stream& operator=(const Http2Stream&) = delete;
 
+    /// More of the answer to send, behind what waits: what went out already is let go.
+    void append_output(std::string&& bytes) {
+        if (sent == response.size()) {
+            response = std::move(bytes);
+        } else {
+            response.erase(0, sent);
+            response.append(bytes);
+        }
+        sent = 0;
+    }
+
     /// Bytes of the body received so far.
     std::size_t body_size() const { return spill ? spill->size() : body.size(); }
 

@@ -11,8 +11,12 @@ namespace cspd {
 
 Http2WebSocket::~Http2WebSocket() { gone(); }
 
-void Http2WebSocket::begin(std::shared_ptr<WebSocketLink> link, std::string_view first_bytes) {
+void Http2WebSocket::attach(std::shared_ptr<WebSocketLink> link) {
     conversation_ = std::make_shared<WebSocketConversation>(session_.loop_, std::move(link), *this);
+}
+
+void Http2WebSocket::begin(std::string_view first_bytes) {
+    if (!conversation_) return;
     const std::shared_ptr<WebSocketConversation> conversation = conversation_;
     conversation->begin(first_bytes);
 }
@@ -58,13 +62,7 @@ void Http2WebSocket::gone() {
 
 void Http2WebSocket::carry(std::string&& bytes) {
     Http2Stream& s = stream_;
-    if (s.sent == s.response.size()) {
-        s.response = std::move(bytes);
-    } else {
-        s.response.erase(0, s.sent);  // what went out already: only what waits is kept
-        s.response.append(bytes);
-    }
-    s.sent = 0;
+    s.append_output(std::move(bytes));
     if (s.response.size() > kMaxWaiting) {
         spdlog::info("client {}: left {} MiB of WebSocket frames unread; stream reset", peer(), kMaxWaiting >> 20);
         hang_up();
@@ -76,6 +74,9 @@ void Http2WebSocket::push() {
         stream_.data_deferred = false;
         nghttp2_session_resume_data(session_.session_, stream_.id);
     }
+    // A posted wake-up holds the conversation, not the session: sending may close and free it.
+    // Nothing of this object (its stream may go with it) is touched after.
+    const std::shared_ptr<Connection> keep = session_.shared_from_this();
     session_.send_frames();
 }
 

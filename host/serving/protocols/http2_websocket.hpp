@@ -31,8 +31,10 @@ public:
     Http2WebSocket(const Http2WebSocket&) = delete;
     Http2WebSocket& operator=(const Http2WebSocket&) = delete;
 
+    /// The conversation `link` accepted will be carried here; throws std::bad_alloc.
+    void attach(std::shared_ptr<WebSocketLink> link);
     /// The conversation begins, with what the client sent after its HEADERS.
-    void begin(std::shared_ptr<WebSocketLink> link, std::string_view first_bytes);
+    void begin(std::string_view first_bytes);
     /// Bytes of the client's DATA frames (read after nghttp2 took them).
     void read(std::string& bytes);
     /// All our bytes are out (the stream's and the socket's): the handler may write again.

@@ -156,6 +156,7 @@ bool WebSocketConversation::on_control(ws::Opcode opcode, std::string_view paylo
 }
 
 void WebSocketConversation::send_control(ws::Opcode opcode, std::string_view payload) {
+    if (!carrier_) return;
     std::string frame;
     ws::append_frame_head(frame, opcode, payload.size());
     frame.append(payload);

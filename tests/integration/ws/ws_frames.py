@@ -559,6 +559,16 @@ def _():
     return "403, stream ended"
 
 
+@case("h2.a_200_without_accepting_becomes_501")
+def _():
+    # ?last=close answers 200 with a body and accepts nothing: over HTTP/2 that 200 would open the
+    # CONNECT's tunnel (RFC 8441 §5), so the host sends 501 instead.
+    t = H2Tunnel("/csp/ws_probe?last=close")
+    assert t.status == 501, t.status
+    t.close()
+    return "501"
+
+
 @case("h2.plain_get_426")
 def _():
     t = H2Tunnel("/csp/ws_echo")
