@@ -18,7 +18,8 @@ public:
     /// Receives (name, version); a null version means the handler is gone.
     using Subscriber = std::function<void(const std::string&, std::shared_ptr<const HandlerVersion>)>;
 
-    /// Receives (name, reason) when a file for `name` is refused; the live version stays.
+    /// Receives (name, reason) when a file for `name` is refused; the live version stays. An empty
+    /// reason: the refused file went.
     using RefusalSubscriber = std::function<void(const std::string&, const std::string&)>;
 
     /// Receives (name, version): what serves `name` while its live version is quarantined (null: nothing).
@@ -41,7 +42,8 @@ public:
     void set_fallback(const std::string& name, std::shared_ptr<const HandlerVersion> fallback);
     /// Removes `name` (no-op if absent) and tells every subscriber.
     void remove(const std::string& name);
-    /// Tells refusal subscribers that a file for `name` was refused, and why.
+    /// Tells refusal subscribers that a file for `name` was refused, and why (empty: the refused
+    /// file went, and the refusal with it).
     void refused(const std::string& name, const std::string& reason);
     /// Tells vetting subscribers that a version of `name` is being vetted (or no longer is).
     void vetting(const std::string& name, bool started);

@@ -75,7 +75,7 @@ void HandlerTable::note_refusal(const std::string& name, const std::string& reas
         copy_text(info.refusal, sizeof info.refusal, reason);
         info.vetting_since_unix_ms = 0;
     });
-    if (count) bump(stats->refusals);
+    if (count && !reason.empty()) bump(stats->refusals);  // empty: a refused file went
 }
 
 void HandlerTable::note_vetting(const std::string& name, bool started) {

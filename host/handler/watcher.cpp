@@ -163,11 +163,15 @@ struct HandlerWatcher::Impl {
                 }
             }
         }
-        seen.erase(name);
+        const bool known = seen.erase(name) > 0;
         leave_gate(name);
         if (registry.current(name)) {
             spdlog::info("handler {}: file removed; /csp/{} now answers 404", name, name);
             installer.removed(name);
+        } else if (known) {
+            // Its file was refused (perhaps only because it went while being read): gone now, it
+            // is not refused any more.
+            registry.refused(name, {});
         }
     }
 
