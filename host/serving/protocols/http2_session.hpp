@@ -181,6 +181,7 @@ private:
     std::vector<std::int32_t> ready_;  // streams whose request completed in this read, in order
     std::vector<std::int32_t> heard_;  // WebSocket streams that received DATA (or ended) in this read
     std::size_t websockets_ = 0;       // streams carrying a WebSocket
+    std::vector<std::int32_t> websocket_ids_;  // for_each_websocket's list, kept for its capacity
     Http2Stream* routing_ = nullptr;   // the stream being routed: PendingCalls' calls are its
     OutputQueue queued_;               // frames the transport has not taken yet
     std::size_t owed_ = 0;             // streams waiting for a pending answer

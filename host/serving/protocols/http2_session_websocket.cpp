@@ -96,13 +96,17 @@ void Http2Session::feed_websocket(Http2Stream& s) {
 template <class Act>
 void Http2Session::for_each_websocket(Act act) {
     if (websockets_ == 0) return;
-    std::vector<std::int32_t> ids;  // not a member: what `act` does may come back here
+    // The list is borrowed from websocket_ids_ (no allocation per write): what `act` does may
+    // come back here, and then finds it taken and makes its own.
+    std::vector<std::int32_t> ids = std::move(websocket_ids_);
+    ids.clear();
     for (auto& [id, s] : streams_)
         if (s->websocket) ids.push_back(id);
     for (const std::int32_t id : ids) {
-        if (closed_) return;
+        if (closed_) break;
         if (Http2Stream* s = stream(id); s && s->websocket) act(*s);
     }
+    websocket_ids_ = std::move(ids);
 }
 
 void Http2Session::websockets_ticked(std::uint32_t now) {

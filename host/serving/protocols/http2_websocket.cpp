@@ -82,7 +82,6 @@ void Http2WebSocket::push() {
 
 void Http2WebSocket::hang_up() {
     if (!conversation_) return;
-    stream_.stream_ended = true;
     std::string().swap(stream_.response);
     stream_.sent = 0;
     nghttp2_submit_rst_stream(session_.session_, NGHTTP2_FLAG_NONE, stream_.id, NGHTTP2_CANCEL);

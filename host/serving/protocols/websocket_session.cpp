@@ -45,9 +45,8 @@ std::string WebSocketSession::peer() const { return std::string(address_) + ':' 
 
 void WebSocketSession::on_readable() {
     if (closed_ || writing_) return;
-    const std::shared_ptr<WebSocketConversation> conversation = conversation_;
     const Transport::Io io = read_lent(loop_.buffers, transport_, address_, port_, [&](char* bytes, std::size_t size) {
-        conversation->read(bytes, size);  // writes what it answers, and reads on
+        conversation_->read(bytes, size);  // writes what it answers, and reads on
     });
     if (closed_) return;
     if (io == Transport::Io::closed || io == Transport::Io::failed) {
