@@ -48,7 +48,8 @@ csp_ws* WebSocketApi::accept(const csp_request* req, csp_reply* reply, const csp
     }
     WebSocketChannel* channel = source->accept_websocket(*callbacks);
     if (!channel) return nullptr;
-    answer.pending_source_ = nullptr;  // the exchange is a conversation now: no deferring it too
+    answer.pending_source_ = nullptr;  // the exchange is a conversation now: no deferring it too,
+    answer.pending_ = nullptr;         // nor streaming a blocking call's reply
     answer.websocket_ = channel;
     return channel->handle();
 }

@@ -155,24 +155,25 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     call.reply.set_pending_source(nullptr);
     call.reply.set_websocket_source(nullptr);
     if (call.reply.websocket()) {
-        status = accepted_websocket(call, handler, returned, exchange);
+        status = accept_websocket(call, handler, returned, request, exchange.out());
         return CallOutcome::answered;
     }
     status = answer(call, handler, returned, frame, exchange.date(), exchange.out());
     return CallOutcome::answered;
 }
 
-CallStatus HandlerCall::accepted_websocket(CallState& call, const HandlerVersion& handler,
-                                           const std::optional<int>& returned, Exchange& exchange) {
+CallStatus HandlerCall::accept_websocket(CallState& call, const HandlerVersion& handler,
+                                         const std::optional<int>& returned, const HttpRequest& request,
+                                         std::string& out) {
+    if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));  // a blocking call's
     // The conversation is the session's already: whatever the handler returned, the 101 goes.
     if (returned != CSP_WS_ACCEPTED)
         spdlog::warn("handler {}: accepted a WebSocket but returned {}; the 101 is sent all the same",
                      handler.describe(), returned ? std::to_string(*returned) : "by throwing");
     // HTTP/2 accepts with a 200 (RFC 8441), HTTP/1.1 with its 101.
-    const HttpStatus accepted =
-        exchange.request.http_major == 2 ? HttpStatus::ok : HttpStatus::switching_protocols;
+    const HttpStatus accepted = request.http_major == 2 ? HttpStatus::ok : HttpStatus::switching_protocols;
     if (call.stats) bump(call.stats->requests[status_class(code(accepted))]);
-    ws::append_accept(exchange.out(), exchange.request, call.reply.websocket_protocol(),
+    ws::append_accept(out, request, call.reply.websocket_protocol(),
                       call.reply.websocket_extensions(), call.reply.extra_headers());
     return {accepted, accepted};
 }

@@ -86,13 +86,17 @@ public:
     /// threw (logged). Deferring is not offered there: a blocking handler may simply wait.
     static std::optional<int> run_blocking_call(CallState& call);
 
+    /// The handler accepted its request as a WebSocket (`returned`: what it returned, empty if it
+    /// threw): counts it and appends the accepting answer to `out`, HTTP/1.1's 101 or HTTP/2's 200,
+    /// with the headers the handler set. On the loop that routed the call.
+    static CallStatus accept_websocket(CallState& call, const HandlerVersion& version,
+                                       const std::optional<int>& returned, const HttpRequest& request,
+                                       std::string& out);
+
     /// After run() answered: the call's objects, until the next run().
     const CallState* answered() const { return current_.get(); }
 
 private:
-    /// Appends the 101 for the WebSocket the handler accepted.
-    static CallStatus accepted_websocket(CallState& call, const HandlerVersion& handler,
-                                         const std::optional<int>& returned, Exchange& exchange);
     void held_the_loop(const HandlerVersion& handler, HandlerStats* stats, std::uint64_t elapsed_ns);
 
     struct Hook final : PendingReply::Source, WebSocketChannel::Source {

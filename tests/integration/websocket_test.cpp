@@ -25,7 +25,8 @@ const std::string kNodeClient = std::string(CSPD_TEST_SOURCE_DIR) + "/ws/echo_cl
 
 class WebSocket : public ::testing::Test {
 protected:
-    void start(std::vector<std::string> more = {}) {
+    /// `extra_handlers`: test handlers in place before the start too (each worker has them at once).
+    void start(std::vector<std::string> more = {}, std::vector<std::string> extra_handlers = {}) {
         std::vector<std::string> args = {"--tls-port", "0", "--tls-self-signed"};
         if (std::find(more.begin(), more.end(), "--workers") == more.end()) args.insert(args.end(), {"--workers", "1"});
         if (std::find(more.begin(), more.end(), "--ws-max-message") == more.end())
@@ -35,6 +36,9 @@ protected:
         std::filesystem::copy_file(test_handler("ws_probe.so"), server_->handlers() / "ws_probe.so");
         std::filesystem::copy_file(test_handler("examples/ws_echo.so"), server_->handlers() / "ws_echo.so");
         std::filesystem::copy_file(test_handler("examples/chat.so"), server_->handlers() / "chat.so");
+        std::filesystem::copy_file(test_handler("ws_blocking.so"), server_->handlers() / "ws_blocking.so");
+        for (const std::string& name : extra_handlers)
+            std::filesystem::copy_file(test_handler(name), server_->handlers() / name);
         server_->start();
         ASSERT_TRUE(eventually([&] { return fetch(server_->port(), "/csp/ws_echo").has_value(); }, 5s));
     }
@@ -130,6 +134,20 @@ TEST_F(WebSocket, AReloadLeavesOpenConversationsOnTheVersionThatAcceptedThem) {
     EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
 }
 
+TEST_F(WebSocket, ABlockingHandlerAcceptsFromItsPoolThreadOverHttp1AndHttp2) {
+    start();
+    for (const std::string flags : {"", " --h2"}) {
+        SCOPED_TRACE(flags);
+        const std::string out = scenario("blocking " + std::to_string(server_->port()) + flags);
+        EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
+    }
+    // Counted: the two conversations that began (one per protocol), both over; the two whose clients
+    // left during the call never began.
+    const auto status = json::parse(fetch(server_->port(), "/-/status")->body);
+    EXPECT_EQ(status["websocket"]["accepted"].get<int>(), 2) << status["websocket"].dump();
+    EXPECT_EQ(status["websocket"]["open"].get<int>(), 0) << status["websocket"].dump();
+}
+
 TEST_F(WebSocket, ADrainSendsGoingAwayToEveryConversation) {
     start();
     const std::string out = scenario("drain " + std::to_string(server_->port()) + " " + std::to_string(server_->pid()));
@@ -180,6 +198,25 @@ TEST_F(WebSocket, OpenConversationsCountTowardMaxConnections) {
 
 TEST_F(WebSocket, TopicsReachSubscribersOnEveryWorker) {
     start({"--workers", "2"});
+    const std::string out = scenario("workers " + std::to_string(server_->port()));
+    EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
+}
+
+TEST_F(WebSocket, TopicsReachAWorkerThatReplacedALeakingOneGracefully) {
+    // The successor binds the relay's other bank while the worker it replaces drains: afterwards
+    // publishes still reach subscribers on both workers, whichever publishes. The limit is over a
+    // sanitizer build's own footprint (about 100 MiB), and each leaking call keeps 16 MiB.
+    start({"--workers", "2", "--worker-max-rss", "160"}, {"leak.so"});
+    const std::vector<pid_t> before = server_->worker_pids();
+    ASSERT_EQ(before.size(), 2u);
+    for (int i = 0; i < 40 && server_->log().find("replacing it gracefully") == std::string::npos; ++i)
+        ASSERT_EQ(fetch(server_->port(), "/csp/leak?mb=16")->status, 200);
+    ASSERT_TRUE(server_->wait_for_log("replacing it gracefully", 10s)) << server_->log();
+    ASSERT_TRUE(server_->wait_for_log("replaced pid", 20s)) << server_->log();  // "... drained"
+    ASSERT_TRUE(eventually([&] {
+        const std::vector<pid_t> now = server_->worker_pids();
+        return now.size() == 2 && now != before;
+    }, 10s));
     const std::string out = scenario("workers " + std::to_string(server_->port()));
     EXPECT_EQ(out.rfind("ok:", 0), 0u) << out << server_->log();
 }

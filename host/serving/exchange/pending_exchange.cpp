@@ -3,6 +3,7 @@
 #include "http/response.hpp"
 #include "routing/router.hpp"
 #include "stats/shared_stats.hpp"
+#include "websocket/deflate.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
+#include <utility>
 
 namespace cspd {
 namespace asio = boost::asio;
@@ -97,12 +100,40 @@ void PendingExchange::blocking_call_returned(std::optional<int> returned) {
     inbox_->post([self = shared_from_this(), returned] { self->finished(returned); });
 }
 
+void PendingExchange::offer_websocket(const WebSocketOffer& offer) { websocket_offer_ = offer; }
+
+WebSocketChannel* PendingExchange::accept_websocket(const csp_ws_callbacks& callbacks) noexcept {
+    if (!websocket_offer_ || websocket_ || streaming() || dropped_) return nullptr;
+    try {
+        std::optional<std::string> deflate;
+        if (websocket_offer_->deflate) deflate = ws::accept_deflate(call_->view.request());
+        websocket_ = std::make_shared<WebSocketLink>(inbox_, callbacks, call_->version, call_->stats, deflate.has_value());
+        call_->reply.websocket_extensions_ = deflate.value_or(std::string());
+    } catch (const std::bad_alloc&) {
+        websocket_.reset();
+        return nullptr;
+    }
+    return websocket_.get();
+}
+
+CallStatus PendingExchange::send_websocket_accept(std::optional<int> returned, Router& router, std::string& out) {
+    const CallStatus status = HandlerCall::accept_websocket(*call_, *call_->version, returned, call_->view.request(), out);
+    router.count_response(status.sent);
+    return status;
+}
+
 void PendingExchange::finished(std::optional<int> returned) {
     if (done_) return;
     done_ = true;
     cancel_callbacks();
     if (streaming()) stream_->close();
     if (!dropped_ && waiter_) waiter_->answered(*this, returned);
+    if (websocket_) {
+        // Accepted, but its session did not take it (the client left during the call, or it timed out).
+        spdlog::info("handler {}: a WebSocket it accepted ended before it began: its client is gone",
+                     call_->version->describe());
+        std::exchange(websocket_, nullptr)->never_carried(websocket_offer_ ? websocket_offer_->slot : nullptr);
+    }
     waiter_.reset();  // the connection
     if (done_fn_) done_fn_(handle(), done_user_data_);
     done_fn_ = nullptr;

@@ -19,6 +19,7 @@
 #include "serving/access_log.hpp"
 #include "serving/loop_inbox.hpp"
 #include "serving/exchange/stream_outbox.hpp"
+#include "serving/exchange/websocket_link.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,8 +35,17 @@
 namespace cspd {
 
 class Router;
+struct LoopSlot;
 
-class PendingExchange final : public PendingReply, public std::enable_shared_from_this<PendingExchange> {
+/// A blocking handler's call may accept its request as a WebSocket: the session can carry one.
+struct WebSocketOffer {
+    bool deflate = false;     ///< permessage-deflate may be agreed (--ws-deflate)
+    LoopSlot* slot = nullptr; ///< the loop's, for the watchdog's mark on callbacks
+};
+
+class PendingExchange final : public PendingReply,
+                              public WebSocketChannel::Source,
+                              public std::enable_shared_from_this<PendingExchange> {
 public:
     /// Who waits for the answer (the protocol session that routed the request); called on the loop.
     class Waiter {
@@ -88,6 +98,18 @@ public:
 
     /// A blocking call returned (from its pool thread).
     void blocking_call_returned(std::optional<int> returned);
+
+    /// Before a blocking call is queued: its handler may accept a WebSocket (csp_ws_accept).
+    void offer_websocket(const WebSocketOffer& offer);
+    /// WebSocketChannel::Source, on the blocking call's thread: the conversation is made there and
+    /// carried once the call has returned.
+    WebSocketChannel* accept_websocket(const csp_ws_callbacks& callbacks) noexcept override;
+    /// On the loop, once the call has returned: the WebSocket its handler accepted, taken by the
+    /// session that carries it (null: none). One not taken when the call is done is told it ended.
+    std::shared_ptr<WebSocketLink> take_websocket() { return std::move(websocket_); }
+    /// On the loop: the accepting answer (101, or HTTP/2's 200) for the WebSocket taken, appended
+    /// to `out` and counted.
+    CallStatus send_websocket_accept(std::optional<int> returned, Router& router, std::string& out);
     /// The client will not see the answer (any thread).
     bool dropped() const { return dropped_; }
 
@@ -143,6 +165,8 @@ private:
     void* done_user_data_ = nullptr;
     std::list<boost::asio::steady_timer> timers_;
     std::list<std::shared_ptr<Watch>> watches_;
+    std::optional<WebSocketOffer> websocket_offer_;  // set before the call is queued
+    std::shared_ptr<WebSocketLink> websocket_;       // set by the call's thread; the loop's once it returned
     std::unique_ptr<StreamOutbox> stream_;  // set once, before streaming_
     std::atomic<bool> streaming_{false};
     std::atomic<bool> cut_{false};

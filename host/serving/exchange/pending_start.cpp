@@ -25,12 +25,17 @@ std::shared_ptr<PendingExchange> defer_call(LoopContext& loop, std::unique_ptr<C
 
 std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::unique_ptr<CallState>& call,
                                                      const ResponseFrame& frame,
-                                                     std::shared_ptr<PendingExchange::Waiter> waiter) noexcept {
+                                                     std::shared_ptr<PendingExchange::Waiter> waiter,
+                                                     bool websocket) noexcept {
     if (!loop.blocking) return nullptr;
     std::shared_ptr<PendingExchange> pending;
     try {
         call->view.keep();  // the call may run after the connection is gone
         pending = std::make_shared<PendingExchange>(loop.io, loop.inbox, std::move(call), frame, true, std::move(waiter));
+        if (websocket) {
+            pending->offer_websocket({loop.limits.ws_deflate, loop.slot});
+            pending->call().reply.set_websocket_source(pending.get());
+        }
         const bool queued = loop.blocking->submit([pending] {
             if (pending->dropped()) return;  // its client left while it waited for a thread
             pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));

@@ -20,9 +20,11 @@ std::shared_ptr<PendingExchange> defer_call(LoopContext& loop, std::unique_ptr<C
 
 /// A blocking handler's call, queued on the loop's pool: its pending exchange. Null, with
 /// `call` given back, when there is no pool, its queue is full, or there is no memory.
+/// `websocket`: the session can carry a WebSocket, which the handler may then accept.
 std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::unique_ptr<CallState>& call,
                                                      const ResponseFrame& frame,
-                                                     std::shared_ptr<PendingExchange::Waiter> waiter) noexcept;
+                                                     std::shared_ptr<PendingExchange::Waiter> waiter,
+                                                     bool websocket) noexcept;
 
 /// The access log line for a pending exchange that ends with `status` sent (499: the client left
 /// first; `intended_status`: what it was going to get, if known).

@@ -1,6 +1,7 @@
 #include "serving/exchange/websocket_link.hpp"
 
 #include "serving/blocking_pool.hpp"
+#include "serving/exchange/handler_callback.hpp"
 #include "serving/exchange/topic_board.hpp"
 #include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
@@ -40,10 +41,10 @@ int WebSocketLink::send(std::string_view data, bool binary) noexcept {
         return -1;
     }
     try {
-        const bool on_loop = LoopInbox::on_an_event_loop();
+        const bool may_wait = !LoopInbox::on_an_event_loop() && carried_.load(std::memory_order_acquire);
         std::optional<BlockingPool::ClientWait> waiting;  // a pool thread waiting for room is not a stuck call
-        if (!on_loop) waiting.emplace();
-        const int code = after_write(outbox_.write_parts(framed, data, !on_loop));
+        if (may_wait) waiting.emplace();
+        const int code = after_write(outbox_.write_parts(framed, data, may_wait));
         if (code >= 0) sent_.fetch_add(1, std::memory_order_relaxed);
         return code;
     } catch (const std::bad_alloc&) {
@@ -62,6 +63,15 @@ int WebSocketLink::put_frame(std::string_view frame, bool& poke) noexcept {
         poke = false;
         return -1;
     }
+}
+
+void WebSocketLink::never_carried(LoopSlot* slot) {
+    shut();
+    TopicBoard::instance().leave_all(*this);  // subscribed during the call, perhaps
+    if (!callbacks_.on_close) return;
+    run_handler_callback(slot, *version_, stats_, "WebSocket on_close", [&] {
+        callbacks_.on_close(handle(), ws::kAbnormal, "", 0, callbacks_.user_data);
+    });
 }
 
 void WebSocketLink::wake() {

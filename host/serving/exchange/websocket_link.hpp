@@ -24,6 +24,7 @@
 namespace cspd {
 
 struct HandlerStats;
+struct LoopSlot;
 
 class WebSocketLink final : public WebSocketChannel, public std::enable_shared_from_this<WebSocketLink> {
 public:
@@ -42,7 +43,14 @@ public:
                   std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate = false);
 
     /// Loop: the session that carries the conversation from now on.
-    void attach(std::weak_ptr<Owner> owner) { owner_ = std::move(owner); }
+    void attach(std::weak_ptr<Owner> owner) {
+        owner_ = std::move(owner);
+        carried_.store(true, std::memory_order_release);
+    }
+    /// Loop: the handler accepted, but nothing will carry the conversation (a blocking handler's
+    /// client left during its call): it hears on_close 1006 and leaves its topics. `slot`: the
+    /// loop's, for the watchdog's mark.
+    void never_carried(LoopSlot* slot);
 
     // WebSocketChannel: from the handler, any thread.
     int send(std::string_view data, bool binary) noexcept override;
@@ -98,6 +106,9 @@ private:
     const bool deflate_;
     StreamOutbox outbox_;
     std::atomic<bool> overflowed_{false};
+    // Until a session carries it (a blocking handler's call still running), nobody takes from the
+    // outbox: a sender on another thread is told CSP_AGAIN rather than wait for room.
+    std::atomic<bool> carried_{false};
     std::atomic<std::uint64_t> sent_{0};
     std::atomic<std::uint64_t> delivered_{0};
 };

@@ -112,8 +112,14 @@ void Http1Session::process(std::string_view input) {
         work_->pending_input.assign(input.substr(work_->parser.consumed()));
         work_->parser.resume();
     } else if (status == HttpParser::Status::stopped) {
-        // Bytes after a "Connection: close" request: drain them before closing.
-        if (work_->parser.consumed() < input.size()) linger_on_close_ = true;
+        const std::string_view rest = input.substr(work_->parser.consumed());
+        if (waiting_ && !rest.empty()) {
+            // Behind a request whose answer is owed: kept, as what comes while it is waited for is.
+            // (A WebSocket a blocking call accepts reads them; otherwise they are drained at the close.)
+            work_->pending_input.assign(rest);
+        } else if (!rest.empty()) {
+            linger_on_close_ = true;  // bytes after a "Connection: close" request: drained before closing
+        }
     } else if (status != HttpParser::Status::ok && status != HttpParser::Status::stopped) {
         on_parse_failure(status);
     }
@@ -131,10 +137,15 @@ void Http1Session::hand_over_to_http2(std::string_view first_bytes) {
     release_buffer();  // after: `first_bytes` were in it
 }
 
+bool Http1Session::can_carry_websocket() const {
+    // A connection let in past --max-connections for a probe serves that one request.
+    return work_ && !work_->upgrade && lane_ != Lane::probe_reserve && !loop_.draining;
+}
+
 WebSocketChannel* Http1Session::accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
                                                 std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                                 std::string& extensions) noexcept {
-    if (!work_ || work_->upgrade || lane_ == Lane::probe_reserve || loop_.draining) return nullptr;
+    if (!can_carry_websocket()) return nullptr;
     try {
         std::optional<std::string> deflate;
         if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);

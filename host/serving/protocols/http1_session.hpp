@@ -125,6 +125,11 @@ private:
     /// The handler accepted a WebSocket: once the 101 is queued, a WebSocketSession takes the
     /// connection over, `first_bytes` (frames sent right behind the handshake) first.
     void hand_over_to_websocket(std::string_view first_bytes);
+    /// A handler may accept this request as a WebSocket: the connection can carry one.
+    bool can_carry_websocket() const;
+    /// A blocking handler's call accepted a WebSocket: the 101, then the hand-over with what the
+    /// client sent meanwhile.
+    void accepted_later(PendingExchange& pending, std::shared_ptr<WebSocketLink> link, std::optional<int> returned);
     void on_parse_failure(HttpParser::Status status);
     bool ensure_buffer();
     /// Makes the Work a parked session gave back; false (closed) if there is no memory.

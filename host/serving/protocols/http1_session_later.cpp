@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string>
 
 namespace cspd {
 namespace {
@@ -37,7 +38,8 @@ PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const Respon
 }
 
 bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
-    std::shared_ptr<PendingExchange> pending = queue_blocking_call(loop_, call, frame, as_waiter());
+    std::shared_ptr<PendingExchange> pending =
+        queue_blocking_call(loop_, call, frame, as_waiter(), can_carry_websocket());
     if (!pending) return false;
     owe(std::move(pending));
     return true;
@@ -47,6 +49,10 @@ void Http1Session::answered(PendingExchange& pending, std::optional<int> returne
     if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
     if (pending.streaming()) {
         stream_ended(pending, returned);
+        return;
+    }
+    if (std::shared_ptr<WebSocketLink> link = pending.take_websocket()) {
+        accepted_later(pending, std::move(link), returned);
         return;
     }
     ResponseFrame frame = pending.frame();
@@ -72,6 +78,23 @@ void Http1Session::answered(PendingExchange& pending, std::optional<int> returne
         return;
     }
     send_output();
+}
+
+void Http1Session::accepted_later(PendingExchange& pending, std::shared_ptr<WebSocketLink> link,
+                                  std::optional<int> returned) {
+    const std::size_t began = loop_.output.size();
+    const CallStatus status = pending.send_websocket_accept(returned, loop_.router, loop_.output);
+    if (loop_.access) {
+        pending.access.count_sent(std::string_view(loop_.output).substr(began));
+        log_pending(pending, code(status.sent));
+    }
+    owe_nothing();
+    work_->upgrade = std::move(link);
+    // What the client sent while the call ran is the conversation's first frames. Earlier answers
+    // still queued (state writing) go first: the WebSocket's connection takes the queue over.
+    const std::string first = std::move(work_->pending_input);
+    work_->pending_input.clear();
+    hand_over_to_websocket(first);
 }
 
 void Http1Session::wait_for_answer() {

@@ -144,6 +144,9 @@ private:
     WebSocketChannel* accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
                                        std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                        std::string& extensions) noexcept override;
+    /// A handler may accept `s`'s request as a WebSocket: an extended CONNECT (RFC 8441) this
+    /// session can still carry.
+    bool can_carry_websocket(const Http2Stream& s) const;
     /// The handler accepted `s` as a WebSocket: its 200 goes, and the stream carries the conversation.
     void start_websocket(Http2Stream& s);
     /// Bytes of a WebSocket stream's DATA: kept until nghttp2 has taken the whole read.

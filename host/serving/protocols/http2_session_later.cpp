@@ -31,7 +31,8 @@ PendingReply* Http2Session::adopt(std::unique_ptr<CallState>& call, const Respon
 
 bool Http2Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
     if (!routing_) return false;
-    std::shared_ptr<PendingExchange> pending = queue_blocking_call(loop_, call, frame, as_waiter());
+    std::shared_ptr<PendingExchange> pending =
+        queue_blocking_call(loop_, call, frame, as_waiter(), can_carry_websocket(*routing_));
     if (!pending) return false;
     owe(*routing_, std::move(pending));
     return true;
@@ -70,13 +71,22 @@ void Http2Session::answered(PendingExchange& pending, std::optional<int> returne
         send_frames();
         return;
     }
-    const CallStatus status = pending.send_answer(returned, pending.frame(), loop_.router, loop_.date, s->response);
+    std::shared_ptr<WebSocketLink> link = pending.take_websocket();
+    const CallStatus status = link ? pending.send_websocket_accept(returned, loop_.router, s->response)
+                                   : pending.send_answer(returned, pending.frame(), loop_.router, loop_.date, s->response);
     if (loop_.access) {
         pending.access.count_sent(s->response);
         log_answer(*s, nullptr, code(status.sent));
     }
     owe_nothing(*s);
-    submit(*s);
+    if (link) {
+        // A blocking handler's call accepted it: the stream carries the conversation from here on,
+        // what the client sent meanwhile first.
+        s->upgrade = std::move(link);
+        start_websocket(*s);
+    } else {
+        submit(*s);
+    }
     send_frames();
 }
 

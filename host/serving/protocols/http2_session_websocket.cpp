@@ -18,10 +18,7 @@ WebSocketChannel* Http2Session::accept_websocket(const HttpRequest& request, con
                                                  std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                                  std::string& extensions) noexcept {
     Http2Stream* s = routing_;
-    // A connection let in past --max-connections for a probe serves quick requests only.
-    if (!s || s->upgrade || s->protocol.empty() || loop_.draining || going_away_ || close_when_sent_ ||
-        lane_ == Lane::probe_reserve)
-        return nullptr;
+    if (!s || !can_carry_websocket(*s)) return nullptr;
     try {
         std::optional<std::string> deflate;
         if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);
@@ -32,6 +29,12 @@ WebSocketChannel* Http2Session::accept_websocket(const HttpRequest& request, con
         return nullptr;
     }
     return s->upgrade.get();
+}
+
+bool Http2Session::can_carry_websocket(const Http2Stream& s) const {
+    // A connection let in past --max-connections for a probe serves quick requests only.
+    return !s.upgrade && !s.protocol.empty() && !loop_.draining && !going_away_ && !close_when_sent_ &&
+           lane_ != Lane::probe_reserve;
 }
 
 void Http2Session::start_websocket(Http2Stream& s) {

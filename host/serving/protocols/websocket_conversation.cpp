@@ -5,11 +5,10 @@
 #include "serving/protocols/websocket_conversation.hpp"
 
 #include "common/clocks.hpp"
-#include "common/crash_context.hpp"
+#include "serving/exchange/handler_callback.hpp"
 #include "serving/exchange/topic_board.hpp"
 #include "serving/loop_context.hpp"
 #include "stats/shared_stats.hpp"
-#include "stats/watchdog_mark.hpp"
 #include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
 
@@ -135,7 +134,7 @@ void WebSocketConversation::deliver() {
     const csp_ws_callbacks& callbacks = link_->callbacks();
     if (!callbacks.on_message || told_) return;
     csp_ws* handle = link_->handle();
-    if (!run_callback("on_message", [&] {
+    if (!run_callback("WebSocket on_message", [&] {
             callbacks.on_message(handle, message_.data(), message_.size(), binary_ ? CSP_WS_BINARY : CSP_WS_TEXT,
                                  callbacks.user_data);
         }))
@@ -193,7 +192,7 @@ void WebSocketConversation::sent() {
     const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
     const csp_ws_callbacks& callbacks = link_->callbacks();
     if (callbacks.on_writable &&
-        !run_callback("on_writable", [&] { callbacks.on_writable(link_->handle(), callbacks.user_data); })) {
+        !run_callback("WebSocket on_writable", [&] { callbacks.on_writable(link_->handle(), callbacks.user_data); })) {
         fail(ws::kInternalError, "the handler's on_writable threw");
         push();
     }
@@ -210,27 +209,14 @@ void WebSocketConversation::tell_closed(int code, std::string_view reason) {
     }
     const csp_ws_callbacks& callbacks = link_->callbacks();
     if (callbacks.on_close)
-        run_callback("on_close", [&] {
+        run_callback("WebSocket on_close", [&] {
             callbacks.on_close(link_->handle(), code, reason.data(), reason.size(), callbacks.user_data);
         });
 }
 
 template <class Call>
 bool WebSocketConversation::run_callback(const char* which, Call call) {
-    // Marked for the master's watchdog as a call is: a callback that never returns has its worker
-    // aborted after --handler-timeout, and the crash is blamed on the handler.
-    try {
-        WatchdogMark watched(loop_.slot, link_->stats());
-        RunningHandler marker(link_->version().label());  // named in the crash report if it brings the process down
-        call();
-        return true;
-    } catch (const std::exception& e) {
-        spdlog::error("handler {}: its WebSocket {} threw: {}", link_->version().describe(), which, e.what());
-    } catch (...) {
-        spdlog::error("handler {}: its WebSocket {} threw a non-std exception", link_->version().describe(), which);
-    }
-    if (link_->stats()) bump(link_->stats()->errors);
-    return false;
+    return run_handler_callback(loop_.slot, link_->version(), link_->stats(), which, call);
 }
 
 }  // namespace cspd

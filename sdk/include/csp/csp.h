@@ -644,9 +644,11 @@ struct csp_ws_callbacks {
  * client offered in Sec-WebSocket-Protocol (NULL: none). The callbacks are copied; they start
  * once the handler has returned. During the call, once. The conversation pins the handler's version:
  * a reload sends new conversations to the new version and leaves this one talking to the old until
- * it closes. NULL when the request is not a valid opening handshake (answer with csp_ws_refuse), for
- * a protocol the client did not offer, from a blocking handler or after csp_reply_defer (not in
- * 2.4), over HTTP/2, or when the host cannot: then answer as usual. */
+ * it closes. Over HTTP/2 (RFC 8441's extended CONNECT) the host answers 200 instead of 101. From a
+ * blocking handler the answer goes once the call has returned (sends during that call never wait).
+ * NULL when the request is not a valid opening handshake (answer with csp_ws_refuse), for a protocol
+ * the client did not offer, after csp_reply_defer, when the client has gone, or when the host
+ * cannot: then answer as usual. */
 static inline csp_ws *csp_ws_accept(const csp_request *req, csp_reply *reply, const csp_ws_callbacks *callbacks,
                                     const char *protocol) {
     return req->api->ws_accept(req, reply, callbacks, protocol, protocol ? strlen(protocol) : 0);

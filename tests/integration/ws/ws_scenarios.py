@@ -10,18 +10,26 @@ raw-frame client. Each prints "ok: ..." and exits 0, or prints what went wrong a
   ws_scenarios.py crash PORT [COMMAND]        "crash" (or COMMAND, e.g. "hang") in on_message: the
                                               connection dies
   ws_scenarios.py extensions PORT             prints the extensions a deflate offer is answered with
+  ws_scenarios.py blocking PORT               a blocking handler (ws_blocking) accepts from its pool
+                                              thread: what it sent in its call, then what the client
+                                              sent meanwhile; a client gone during the call is
+                                              told to the handler as 1006; a refusal is a 403
   ws_scenarios.py workers PORT                subscribers on two workers all hear what one publishes,
                                               in order, big messages (in pieces) included
 With --h2 (Debian's /usr/bin/python3, python3-h2), each conversation is on an HTTP/2 stream of its
 own connection (RFC 8441).
 """
 import argparse
+import base64
+import hashlib
 import os
+import re
 import shutil
 import signal
 import struct
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ws_frames  # noqa: E402
@@ -148,6 +156,109 @@ def extensions(args):
     return (c.fields.get("sec-websocket-extensions") or ["none"])[0]
 
 
+def opened_with(path, first):
+    """A conversation whose first frame goes right behind the handshake, before any answer."""
+    c = Conn.__new__(Conn)
+    c.pings, c.buf = "answer", b""
+    early = c.frame(TEXT, first)
+    if ws_frames.ARGS.h2:
+        class Early(ws_frames.H2Tunnel):
+            def open(self, path, extra=(), websocket=True):
+                stream = ws_frames.H2Tunnel.open(self, path, extra, websocket)
+                self.conn.send_data(stream, early)  # DATA right behind the HEADERS
+                self.sock.sendall(self.conn.data_to_send())
+                return stream
+        c.sock = Early(path)
+        c.status, c.fields = c.sock.status, c.sock.fields
+        return c
+    c.sock = ws_frames.connect()
+    key = base64.b64encode(os.urandom(16)).decode()
+    c.sock.sendall(ws_frames.request(path, [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                            ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]) + early)
+    c.status, c.fields, c.buf = ws_frames.read_head(c.sock)
+    accept = base64.b64encode(hashlib.sha1(key.encode() + ws_frames.GUID).digest()).decode()
+    assert c.fields.get("sec-websocket-accept") == [accept], c.fields
+    return c
+
+
+def left_during_the_call(path):
+    """Asks for a WebSocket and goes before the answer."""
+    if not ws_frames.ARGS.h2:
+        sock = ws_frames.connect()
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall(ws_frames.request(path, [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                              ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]))
+        time.sleep(0.2)
+        sock.close()
+        return
+
+    class Leaving(ws_frames.H2Tunnel):
+        def answer(self, stream):
+            time.sleep(0.2)
+            self.sock.close()
+            return None, {}
+    Leaving(path)
+
+
+def closes(port):
+    """ws_blocking's counts in this worker: (accepted, closed, last code)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/csp/ws_blocking?closes" % port, timeout=5) as answer:
+        m = re.fullmatch(r"accepted (\d+) closed (\d+) last (-?\d+)", answer.read().decode())
+    assert m, "?closes answered something else"
+    return tuple(int(n) for n in m.groups())
+
+
+def blocking(args):
+    accepted = 200 if args.h2 else 101
+    # The call sleeps 300 ms, then accepts and sends 602 messages (600 KiB: past the high-water mark,
+    # which a sender that waited for room would never pass before the 101 went).
+    c = opened_with("/csp/ws_blocking?wait=300&burst=600", "early")
+    assert c.status == accepted, c.status
+    assert c.fields.get("set-cookie") == ["blocking=1; Path=/"], c.fields
+    assert c.message() == (TEXT, b"from the call")
+    for i in range(600):
+        op, data = c.message()
+        assert op == BINARY and len(data) == 1024 and int.from_bytes(data[:4], "little") == i, \
+            "message %d: %d bytes numbered %d" % (i, len(data), int.from_bytes(data[:4], "little"))
+    op, data = c.message()
+    m = re.fullmatch(rb"burst 600 again (\d+)", data)
+    assert op == TEXT and m and int(m.group(1)) > 0, data
+    assert c.message() == (TEXT, b"early"), "the frame sent during the call"
+    c.send(TEXT, "and after")
+    assert c.message() == (TEXT, b"and after")
+    before = closes(args.port)
+    c.send(CLOSE, struct.pack(">H", 1000))
+    c.expect_eof()
+    deadline = time.time() + 5
+    while closes(args.port)[1] == before[1] and time.time() < deadline:
+        time.sleep(0.05)
+    after = closes(args.port)
+    assert after[1:] == (before[1] + 1, 1000), (before, after)
+
+    # Gone after the handler accepted, before its call returned: it hears on_close 1006.
+    left_during_the_call("/csp/ws_blocking?linger=600")
+    deadline = time.time() + 5
+    while closes(args.port)[0:2] != (after[0] + 1, after[1] + 1) and time.time() < deadline:
+        time.sleep(0.05)
+    gone = closes(args.port)
+    assert gone == (after[0] + 1, after[1] + 1, 1006), (after, gone)
+    # Gone before it accepted: csp_ws_accept says NULL (nothing to accept), and nothing is counted.
+    left_during_the_call("/csp/ws_blocking?wait=600")
+    time.sleep(1)
+    assert closes(args.port) == gone, (gone, closes(args.port))
+
+    if args.h2:
+        t = ws_frames.H2Tunnel("/csp/ws_blocking?deny")
+        status = t.status
+        t.close()
+    else:
+        status = ws_frames.handshake_answer("/csp/ws_blocking?deny")[0]
+    assert status == 403, status
+    again = int(m.group(1))
+    return "%d, the call's 602 messages (%d said CSP_AGAIN) then the early frame; a client gone in the call: " \
+        "on_close 1006 (or, gone before the accept, no conversation); ?deny: 403" % (accepted, again)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
@@ -164,7 +275,7 @@ def main():
         args.count, args.seconds = int(args.rest[0]), float(args.rest[1])
     try:
         print("ok: " + {"reload": reload, "drain": drain, "hold": hold, "crash": crash,
-                        "workers": workers, "extensions": extensions}[args.scenario](args))
+                        "workers": workers, "extensions": extensions, "blocking": blocking}[args.scenario](args))
     except Exception as e:  # noqa: BLE001
         print("failed: %s: %s" % (type(e).__name__, e))
         sys.exit(1)
