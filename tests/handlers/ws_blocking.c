@@ -8,7 +8,8 @@
  *   ?linger=MS   the call sleeps MS after accepting (a client may leave before it returns)
  *   ?deny        answered 403
  * In the conversation every message is echoed (its callbacks run on the loop). A plain GET
- * ?closes answers "accepted A closed C last CODE" for this worker. */
+ * ?closes answers "accepted A closed C last CODE refused R waited W" for this worker (R: csp_ws_accept
+ * said NULL, the client having gone during the wait; W: calls that began a ?wait). */
 #include <csp/csp.h>
 
 #include <pthread.h>
@@ -18,7 +19,7 @@
 #include <time.h>
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static long g_accepted, g_closed;
+static long g_accepted, g_closed, g_refused, g_waited;
 static int g_last_code;
 
 static void on_message(csp_ws *ws, const void *data, size_t size, int binary, void *user_data) {
@@ -46,7 +47,8 @@ static int ws_blocking(const csp_request *req, csp_reply *reply) {
     static const csp_ws_callbacks callbacks = {sizeof(csp_ws_callbacks), on_message, on_close, NULL, NULL};
     if (csp_query_arg(req, "closes").data) {
         pthread_mutex_lock(&g_lock);
-        csp_reply_printf(reply, "accepted %ld closed %ld last %d", g_accepted, g_closed, g_last_code);
+        csp_reply_printf(reply, "accepted %ld closed %ld last %d refused %ld waited %ld", g_accepted, g_closed,
+                         g_last_code, g_refused, g_waited);
         pthread_mutex_unlock(&g_lock);
         return 200;
     }
@@ -56,12 +58,20 @@ static int ws_blocking(const csp_request *req, csp_reply *reply) {
     }
     const long wait_ms = arg(req, "wait");
     if (wait_ms > 0) {
+        pthread_mutex_lock(&g_lock);
+        ++g_waited;
+        pthread_mutex_unlock(&g_lock);
         const struct timespec pause = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
         nanosleep(&pause, NULL);
     }
     csp_reply_add_header(reply, "Set-Cookie", "blocking=1; Path=/");
     csp_ws *ws = csp_ws_accept(req, reply, &callbacks, NULL);
-    if (!ws) return csp_ws_refuse(req, reply);
+    if (!ws) {
+        pthread_mutex_lock(&g_lock);
+        ++g_refused;
+        pthread_mutex_unlock(&g_lock);
+        return csp_ws_refuse(req, reply);
+    }
     pthread_mutex_lock(&g_lock);
     ++g_accepted;
     pthread_mutex_unlock(&g_lock);

@@ -209,8 +209,11 @@ TEST_F(WebSocket, TopicsReachAWorkerThatReplacedALeakingOneGracefully) {
     start({"--workers", "2", "--worker-max-rss", "160"}, {"leak.so"});
     const std::vector<pid_t> before = server_->worker_pids();
     ASSERT_EQ(before.size(), 2u);
-    for (int i = 0; i < 40 && server_->log().find("replacing it gracefully") == std::string::npos; ++i)
-        ASSERT_EQ(fetch(server_->port(), "/csp/leak?mb=16")->status, 200);
+    for (int i = 0; i < 40 && server_->log().find("replacing it gracefully") == std::string::npos; ++i) {
+        const auto leaked = fetch(server_->port(), "/csp/leak?mb=16");
+        ASSERT_TRUE(leaked);
+        ASSERT_EQ(leaked->status, 200);
+    }
     ASSERT_TRUE(server_->wait_for_log("replacing it gracefully", 10s)) << server_->log();
     ASSERT_TRUE(server_->wait_for_log("replaced pid", 20s)) << server_->log();  // "... drained"
     ASSERT_TRUE(eventually([&] {

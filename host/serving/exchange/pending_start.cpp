@@ -38,7 +38,9 @@ std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::uni
         }
         const bool queued = loop.blocking->submit([pending] {
             if (pending->dropped()) return;  // its client left while it waited for a thread
-            pending->blocking_call_returned(HandlerCall::run_blocking_call(pending->call()));
+            const std::optional<int> returned = HandlerCall::run_blocking_call(pending->call());
+            pending->call().reply.set_websocket_source(nullptr);  // csp_ws_accept is for the call only
+            pending->blocking_call_returned(returned);
         });
         if (queued) return pending;
         call = pending->release_call();

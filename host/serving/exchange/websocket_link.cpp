@@ -16,7 +16,7 @@ namespace cspd {
 WebSocketLink::WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
                              std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate)
     : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats), deflate_(deflate),
-      outbox_(StreamOutbox::Framing::raw, {}) {
+      outbox_(StreamOutbox::Framing::raw, {}), accepted_on_(std::this_thread::get_id()) {
     // A handler built against a later 2.x may pass a longer struct: what this host knows is copied.
     std::memcpy(&callbacks_, &callbacks, sizeof callbacks_);
     callbacks_.size = sizeof callbacks_;
@@ -41,7 +41,10 @@ int WebSocketLink::send(std::string_view data, bool binary) noexcept {
         return -1;
     }
     try {
-        const bool may_wait = !LoopInbox::on_an_event_loop() && carried_.load(std::memory_order_acquire);
+        // Off a loop a sender waits for room, except the thread that accepted before the conversation
+        // is carried (a blocking handler's call: nothing is taken until it returns).
+        const bool may_wait = !LoopInbox::on_an_event_loop() &&
+                              (carried_.load(std::memory_order_acquire) || std::this_thread::get_id() != accepted_on_);
         std::optional<BlockingPool::ClientWait> waiting;  // a pool thread waiting for room is not a stuck call
         if (may_wait) waiting.emplace();
         const int code = after_write(outbox_.write_parts(framed, data, may_wait));

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace cspd {
@@ -107,8 +108,9 @@ private:
     StreamOutbox outbox_;
     std::atomic<bool> overflowed_{false};
     // Until a session carries it (a blocking handler's call still running), nobody takes from the
-    // outbox: a sender on another thread is told CSP_AGAIN rather than wait for room.
+    // outbox: the accepting thread is told CSP_AGAIN rather than wait for room it would never get.
     std::atomic<bool> carried_{false};
+    const std::thread::id accepted_on_;
     std::atomic<std::uint64_t> sent_{0};
     std::atomic<std::uint64_t> delivered_{0};
 };

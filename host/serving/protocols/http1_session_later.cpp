@@ -136,6 +136,7 @@ void Http1Session::give_up_waiting(const char* why) {
     }
     owe_nothing();
     closing_ = true;  // what was pipelined behind it is not answered
+    if (!work_->pending_input.empty()) linger_on_close_ = true;  // drained first: a reset would lose the 504
     send_output();
 }
 

@@ -72,6 +72,15 @@ void Http2Session::answered(PendingExchange& pending, std::optional<int> returne
         return;
     }
     std::shared_ptr<WebSocketLink> link = pending.take_websocket();
+    if (link && close_when_sent_) {
+        // The connection closes once what is queued is out: nothing could carry the conversation.
+        link->never_carried(loop_.slot);
+        owe_nothing(*s);
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
+        s->head_submitted = true;
+        send_frames();
+        return;
+    }
     const CallStatus status = link ? pending.send_websocket_accept(returned, loop_.router, s->response)
                                    : pending.send_answer(returned, pending.frame(), loop_.router, loop_.date, s->response);
     if (loop_.access) {

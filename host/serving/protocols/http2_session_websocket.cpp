@@ -3,7 +3,6 @@
 // bytes its DATA brings are handed over once nghttp2 has taken the whole read.
 #include "serving/protocols/http2_session.hpp"
 
-#include "serving/exchange/topic_board.hpp"
 #include "serving/loop_context.hpp"
 #include "websocket/deflate.hpp"
 
@@ -45,8 +44,7 @@ void Http2Session::start_websocket(Http2Stream& s) {
         s.websocket = std::move(websocket);
     } catch (const std::bad_alloc&) {
         spdlog::error("client {}:{}: stream {}: no memory for a WebSocket; stream reset", address_, port_, s.id);
-        link->shut();
-        TopicBoard::instance().leave_all(*link);  // subscribed during the call, perhaps
+        link->never_carried(loop_.slot);  // on_close 1006; its topics left
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
         s.head_submitted = true;
         return;

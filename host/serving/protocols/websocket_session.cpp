@@ -3,7 +3,6 @@
 #include "serving/protocols/websocket_session.hpp"
 
 #include "common/clocks.hpp"
-#include "serving/exchange/topic_board.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/protocols/lent_read.hpp"
 #include "stats/shared_stats.hpp"
@@ -22,8 +21,7 @@ std::shared_ptr<WebSocketSession> WebSocketSession::take_over(Connection& from, 
         next->conversation_ = std::make_shared<WebSocketConversation>(
             next->loop_, link, static_cast<WebSocketConversation::Carrier&>(*next));
     } catch (const std::bad_alloc&) {
-        link->shut();
-        TopicBoard::instance().leave_all(*link);  // subscribed during the call, perhaps
+        link->never_carried(next ? next->loop_.slot : nullptr);  // on_close 1006; its topics left
         if (next) next->transport_.close();
         return nullptr;
     }

@@ -647,8 +647,8 @@ struct csp_ws_callbacks {
  * it closes. Over HTTP/2 (RFC 8441's extended CONNECT) the host answers 200 instead of 101. From a
  * blocking handler the answer goes once the call has returned (sends during that call never wait).
  * NULL when the request is not a valid opening handshake (answer with csp_ws_refuse), for a protocol
- * the client did not offer, after csp_reply_defer, when the client has gone, or when the host
- * cannot: then answer as usual. */
+ * the client did not offer, after csp_reply_defer or csp_reply_stream, when the client has gone, or
+ * when the host cannot: then answer as usual. */
 static inline csp_ws *csp_ws_accept(const csp_request *req, csp_reply *reply, const csp_ws_callbacks *callbacks,
                                     const char *protocol) {
     return req->api->ws_accept(req, reply, callbacks, protocol, protocol ? strlen(protocol) : 0);

@@ -181,31 +181,41 @@ def opened_with(path, first):
     return c
 
 
-def left_during_the_call(path):
-    """Asks for a WebSocket and goes before the answer."""
+def left_during_the_call(path, until):
+    """Asks for a WebSocket and goes before the answer, once until() is true (the call is running)."""
+    deadline = time.time() + 5
     if not ws_frames.ARGS.h2:
         sock = ws_frames.connect()
         key = base64.b64encode(os.urandom(16)).decode()
         sock.sendall(ws_frames.request(path, [("Upgrade", "websocket"), ("Connection", "Upgrade"),
                                               ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]))
-        time.sleep(0.2)
+        while not until() and time.time() < deadline:
+            time.sleep(0.02)
         sock.close()
         return
 
     class Leaving(ws_frames.H2Tunnel):
         def answer(self, stream):
-            time.sleep(0.2)
+            while not until() and time.time() < deadline:
+                time.sleep(0.02)
             self.sock.close()
             return None, {}
     Leaving(path)
 
 
 def closes(port):
-    """ws_blocking's counts in this worker: (accepted, closed, last code)."""
+    """ws_blocking's counts in this worker: (accepted, closed, last code, refused, waited)."""
     with urllib.request.urlopen("http://127.0.0.1:%d/csp/ws_blocking?closes" % port, timeout=5) as answer:
-        m = re.fullmatch(r"accepted (\d+) closed (\d+) last (-?\d+)", answer.read().decode())
+        m = re.fullmatch(r"accepted (\d+) closed (\d+) last (-?\d+) refused (\d+) waited (\d+)", answer.read().decode())
     assert m, "?closes answered something else"
     return tuple(int(n) for n in m.groups())
+
+
+def wait_for_counts(port, condition):
+    deadline = time.time() + 5
+    while not condition(closes(port)) and time.time() < deadline:
+        time.sleep(0.05)
+    return closes(port)
 
 
 def blocking(args):
@@ -229,23 +239,18 @@ def blocking(args):
     before = closes(args.port)
     c.send(CLOSE, struct.pack(">H", 1000))
     c.expect_eof()
-    deadline = time.time() + 5
-    while closes(args.port)[1] == before[1] and time.time() < deadline:
-        time.sleep(0.05)
-    after = closes(args.port)
-    assert after[1:] == (before[1] + 1, 1000), (before, after)
+    after = wait_for_counts(args.port, lambda now: now[1] > before[1])
+    assert after[1:3] == (before[1] + 1, 1000), (before, after)
 
-    # Gone after the handler accepted, before its call returned: it hears on_close 1006.
-    left_during_the_call("/csp/ws_blocking?linger=600")
-    deadline = time.time() + 5
-    while closes(args.port)[0:2] != (after[0] + 1, after[1] + 1) and time.time() < deadline:
-        time.sleep(0.05)
-    gone = closes(args.port)
-    assert gone == (after[0] + 1, after[1] + 1, 1006), (after, gone)
-    # Gone before it accepted: csp_ws_accept says NULL (nothing to accept), and nothing is counted.
-    left_during_the_call("/csp/ws_blocking?wait=600")
-    time.sleep(1)
-    assert closes(args.port) == gone, (gone, closes(args.port))
+    # Gone after the handler accepted (it lingers 600 ms in its call), before the call returned: it
+    # hears on_close 1006 once the call is over.
+    left_during_the_call("/csp/ws_blocking?linger=600", lambda: closes(args.port)[0] > after[0])
+    gone = wait_for_counts(args.port, lambda now: now[1] > after[1])
+    assert gone[:3] == (after[0] + 1, after[1] + 1, 1006), (after, gone)
+    # Gone while the call still waited to accept (800 ms): csp_ws_accept says NULL, nothing begins.
+    left_during_the_call("/csp/ws_blocking?wait=800", lambda: closes(args.port)[4] > gone[4])
+    refused = wait_for_counts(args.port, lambda now: now[3] > gone[3])
+    assert refused[:4] == gone[:3] + (gone[3] + 1,), (gone, refused)
 
     if args.h2:
         t = ws_frames.H2Tunnel("/csp/ws_blocking?deny")
@@ -256,7 +261,7 @@ def blocking(args):
     assert status == 403, status
     again = int(m.group(1))
     return "%d, the call's 602 messages (%d said CSP_AGAIN) then the early frame; a client gone in the call: " \
-        "on_close 1006 (or, gone before the accept, no conversation); ?deny: 403" % (accepted, again)
+        "on_close 1006 (gone before the accept: NULL); ?deny: 403" % (accepted, again)
 
 
 def main():
