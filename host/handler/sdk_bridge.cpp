@@ -234,6 +234,7 @@ void HandlerRequestView::keep() {
     r = *request_;
     r.method = kept->store(request_->method);
     r.target = kept->store(request_->target);
+    r.protocol = kept->store(request_->protocol);  // HTTP/2's :protocol: a blocking call's accept reads it
     // A spilled body is a mapping the request co-owns: kept by reference, never copied.
     r.body = request_->body_owner ? request_->body : kept->store(request_->body);
     kept->headers.reserve(request_->headers.size());
