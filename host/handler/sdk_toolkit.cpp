@@ -18,7 +18,8 @@ namespace cspd {
 namespace {
 
 HandlerRequestView& view_of(const csp_request* req) { return HandlerRequestView::of(req); }
-csp_str to_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
+/// A present value: never a null .data (null means absent in the SDK).
+csp_str present_csp(std::string_view s) { return {s.data() ? s.data() : "", s.size()}; }
 constexpr csp_str kAbsent{nullptr, 0};
 constexpr unsigned kMaxCacheSeconds = 365 * 24 * 3600;
 /// CSP_LOG_DEBUG .. CSP_LOG_ERROR as spdlog's levels.
@@ -28,12 +29,12 @@ constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::l
 /// `text` decoded into `store` if it holds escapes; false for a bad escape.
 bool decode(std::deque<std::string>& store, std::string_view text, csp_str& out) {
     if (text.find_first_of("%+") == std::string_view::npos) {
-        out = to_csp(text);
+        out = present_csp(text);
         return true;
     }
     std::string& decoded = store.emplace_back();
     if (!percent_decode(text, decoded, true)) return false;
-    out = to_csp(decoded);
+    out = present_csp(decoded);
     return true;
 }
 
@@ -116,8 +117,8 @@ int ToolkitApi::arg_at(const csp_request* req, size_t index, csp_str* name, csp_
 int ToolkitApi::header_at(const csp_request* req, size_t index, csp_str* name, csp_str* value) noexcept {
     const HandlerRequestView& view = view_of(req);
     if (!name || !value || index >= view.request_->headers.size()) return -1;
-    *name = to_csp(view.request_->headers[index].name);
-    *value = to_csp(view.request_->headers[index].value);
+    *name = present_csp(view.request_->headers[index].name);
+    *value = present_csp(view.request_->headers[index].value);
     return 0;
 }
 
@@ -129,7 +130,7 @@ csp_str ToolkitApi::cookie(const csp_request* req, const char* name, size_t name
         if (!iequals(header.name, "cookie")) continue;
         for_each_cookie(header.value, [&](std::string_view n, std::string_view v) {
             if (n != wanted) return true;
-            found = to_csp(v);
+            found = present_csp(v);
             return false;
         });
         if (found.data) break;
@@ -143,7 +144,7 @@ csp_str ToolkitApi::request_id(const csp_request* req) noexcept {
     if (state == 2) return view.id_text_;
     if (state == 0 && view.id_state_.compare_exchange_strong(state, 1, std::memory_order_acquire)) {
         const std::string_view sent = view.request_->header("x-request-id");
-        view.id_text_ = to_csp(is_sane_request_id(sent) ? sent : view.id_.format(view.id_buffer_));
+        view.id_text_ = present_csp(is_sane_request_id(sent) ? sent : view.id_.format(view.id_buffer_));
         view.id_state_.store(2, std::memory_order_release);
         return view.id_text_;
     }
@@ -212,15 +213,15 @@ InitContext::InitContext(const std::string& name, const HandlerLabel& label, con
 csp_str ToolkitApi::config(const csp_init_context* ctx, const char* key, size_t key_size) noexcept {
     if (!ctx || !key) return kAbsent;
     const std::string* value = InitContext::of(ctx).config().find({key, key_size});
-    return value ? to_csp(*value) : kAbsent;
+    return value ? present_csp(*value) : kAbsent;
 }
 
 int ToolkitApi::config_at(const csp_init_context* ctx, size_t index, csp_str* key, csp_str* value) noexcept {
     if (!ctx || !key || !value) return -1;
     const auto& entries = InitContext::of(ctx).config().entries();
     if (index >= entries.size()) return -1;
-    *key = to_csp(entries[index].first);
-    *value = to_csp(entries[index].second);
+    *key = present_csp(entries[index].first);
+    *value = present_csp(entries[index].second);
     return 0;
 }
 

@@ -23,7 +23,6 @@
 namespace cspd {
 namespace {
 
-constexpr int kReportFd = 3;
 // Vetting runs below serving: a swap under load takes cores from requests as little as it can.
 constexpr int kVettingNice = 10;
 // How often a worker waiting for another's verdict looks for it.
@@ -170,7 +169,7 @@ int run_vetting_child(int argc, char** argv, bool prepared) {
     const auto say = [](std::string_view line) {
         std::string text(line);
         text.push_back('\n');
-        [[maybe_unused]] const ssize_t n = ::write(kReportFd, text.data(), text.size());
+        [[maybe_unused]] const ssize_t n = ::write(kVettingReportFd, text.data(), text.size());
     };
     try {
         HandlerLoader loader{LoadInPlace{}};  // the file is the caller's private copy

@@ -26,7 +26,6 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr int kSocketFd = 3;      // the fork server's end, in the fork server
-constexpr int kReportFd = 3;      // the report pipe, in a vetting process
 constexpr int kReplyWaitMs = 5000;  // for the pid of a fork (the first waits for the server to start)
 
 /// The NUL-separated words of a request.
@@ -227,7 +226,7 @@ int run_vetting_fork_server() {
         if (pid == 0) {
             // The vetting process: the report pipe as descriptor 3 (over the socket), signals as
             // a freshly started process has them.
-            ::dup2(report_fd.get(), kReportFd);
+            ::dup2(report_fd.get(), kVettingReportFd);
             ::close(ended.get());
             ::sigprocmask(SIG_UNBLOCK, &child, nullptr);
             std::vector<char*> argv;

@@ -22,6 +22,10 @@ class io_context;
 
 namespace cspd {
 
+/// Where a vetting process finds its report pipe: the fork server puts it there, the vetting
+/// code writes its verdict to it.
+inline constexpr int kVettingReportFd = 3;
+
 class VettingForkServer {
 public:
     /// Receives the child's waitpid status, on the io_context's thread; none if the fork server

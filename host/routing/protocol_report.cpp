@@ -20,7 +20,7 @@ struct ProtocolSummary {
                   ws_bytes_out = 0, ws_delivered = 0, ws_closes[kWsCloseKinds]{};
 };
 
-ProtocolSummary summarize(const SharedStats& stats) {
+ProtocolSummary summarize_protocols(const SharedStats& stats) {
     ProtocolSummary sum;
     const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
     for (unsigned s = 0; s < slots; ++s) {
@@ -46,7 +46,7 @@ ProtocolSummary summarize(const SharedStats& stats) {
 }  // namespace
 
 void protocol_metrics(std::string& out, const SharedStats& stats) {
-    const ProtocolSummary sum = summarize(stats);
+    const ProtocolSummary sum = summarize_protocols(stats);
     family(out, "cspd_requests_by_protocol_total", "counter", "Requests routed, by protocol (HTTP/1.x, HTTP/2).");
     for (std::size_t p = 0; p < 2; ++p)
         sample(out, "cspd_requests_by_protocol_total", std::string("protocol=\"") + kProtocolNames[p] + "\"",
@@ -85,7 +85,7 @@ void protocol_metrics(std::string& out, const SharedStats& stats) {
 }
 
 void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats) {
-    const ProtocolSummary sum = summarize(stats);
+    const ProtocolSummary sum = summarize_protocols(stats);
     doc["http1"] = {{"requests", sum.requests[0]}};
     nlohmann::ordered_json http2;
     http2["requests"] = sum.requests[1];

@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 
 namespace {
 // Accepts per wake-up: one loop must not starve its connections while a queue fills.
-constexpr int kBatch = 64;
+constexpr int kAcceptsPerWake = 64;
 
 bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
 }  // namespace
@@ -77,7 +77,7 @@ void Acceptor::wait() {
 }
 
 void Acceptor::on_readable() {
-    for (int batch = 0; batch < kBatch; ++batch) {
+    for (int batch = 0; batch < kAcceptsPerWake; ++batch) {
         const Taken taken = accept_one();
         if (taken == Taken::connection) continue;
         if (taken == Taken::none) break;

@@ -13,7 +13,7 @@
 namespace cspd {
 
 namespace {
-constexpr int kBatch = 256;  // events taken from the set per dispatch
+constexpr int kEventsPerDispatch = 256;  // events taken from the set per dispatch
 
 int make_set() {
     const int fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -23,7 +23,7 @@ int make_set() {
 }  // namespace
 
 ReadWatch::ReadWatch(boost::asio::io_context& io) : io_(io), set_(io, make_set()) {
-    retired_.reserve(kBatch);  // a batch's forgets fit without allocating
+    retired_.reserve(kEventsPerDispatch);  // a batch's forgets fit without allocating
 }
 
 ReadWatch::~ReadWatch() { clear(); }
@@ -117,8 +117,8 @@ void ReadWatch::arm() {
 }
 
 void ReadWatch::dispatch() {
-    epoll_event ready[kBatch];
-    const int count = ::epoll_wait(set_.native_handle(), ready, kBatch, 0);
+    epoll_event ready[kEventsPerDispatch];
+    const int count = ::epoll_wait(set_.native_handle(), ready, kEventsPerDispatch, 0);
     dispatching_ = true;
     for (int i = 0; i < count; ++i) {
         const int fd = ready[i].data.fd;

@@ -10,7 +10,7 @@
 
 namespace cspd {
 namespace {
-[[noreturn]] void fail(const char* what) {
+[[noreturn]] void fail_self_signed(const char* what) {
     throw std::runtime_error(std::string("self-signed certificate: ") + what + ": " + take_openssl_errors());
 }
 
@@ -19,7 +19,7 @@ void add_extension(X509* cert, int nid, const char* value) {
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
     X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-    if (!extension || X509_add_ext(cert, extension, -1) != 1) fail("extension");
+    if (!extension || X509_add_ext(cert, extension, -1) != 1) fail_self_signed("extension");
     X509_EXTENSION_free(extension);
 }
 
@@ -32,12 +32,12 @@ std::string bio_text(BIO* bio) {
 
 std::string make_self_signed_pem(const SelfSignedSpec& spec) {
     PkeyPtr key(spec.rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
-    if (!key) fail("key");
+    if (!key) fail_self_signed("key");
     X509Ptr cert(X509_new());
-    if (!cert) fail("X509_new");
+    if (!cert) fail_self_signed("X509_new");
     X509_set_version(cert.get(), 2);
     unsigned char serial[16];
-    if (RAND_bytes(serial, sizeof serial) != 1) fail("serial");
+    if (RAND_bytes(serial, sizeof serial) != 1) fail_self_signed("serial");
     serial[0] &= 0x7f;  // positive
     BIGNUM* number = BN_bin2bn(serial, sizeof serial, nullptr);
     BN_to_ASN1_INTEGER(number, X509_get_serialNumber(cert.get()));
@@ -50,7 +50,7 @@ std::string make_self_signed_pem(const SelfSignedSpec& spec) {
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
                                reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0);
     X509_set_issuer_name(cert.get(), name);
-    if (X509_set_pubkey(cert.get(), key.get()) != 1) fail("public key");
+    if (X509_set_pubkey(cert.get(), key.get()) != 1) fail_self_signed("public key");
     if (!spec.alt_names.empty()) {
         std::string names;
         for (const std::string& entry : spec.alt_names) names += (names.empty() ? "" : ",") + entry;
@@ -59,12 +59,12 @@ std::string make_self_signed_pem(const SelfSignedSpec& spec) {
     add_extension(cert.get(), NID_basic_constraints, "critical,CA:FALSE");
     add_extension(cert.get(), NID_ext_key_usage, "serverAuth");
     add_extension(cert.get(), NID_subject_key_identifier, "hash");
-    if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) fail("signing");
+    if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) fail_self_signed("signing");
 
     BioPtr out(BIO_new(BIO_s_mem()));
     if (!out || PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1 ||
         PEM_write_bio_X509(out.get(), cert.get()) != 1)
-        fail("PEM");
+        fail_self_signed("PEM");
     return bio_text(out.get());
 }
 

@@ -21,7 +21,7 @@ constexpr unsigned char kAlpnHttp1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1
 constexpr unsigned char kAlpnHttp2[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 constexpr unsigned char kSessionContext[] = {'c', 's', 'p', 'd'};
 
-[[noreturn]] void fail(const char* what) {
+[[noreturn]] void fail_context(const char* what) {
     throw std::runtime_error(std::string("TLS set-up: ") + what + ": " + take_openssl_errors());
 }
 
@@ -38,13 +38,13 @@ int choose_alpn(SSL*, const unsigned char** out, unsigned char* out_size, const 
 
 SslCtxPtr make_context(const Certificate& certificate, bool http2) {
     SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
-    if (!ctx) fail("SSL_CTX_new");
+    if (!ctx) fail_context("SSL_CTX_new");
     if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1 ||
         SSL_CTX_set_max_proto_version(ctx.get(), TLS1_3_VERSION) != 1)
-        fail("protocol versions");
-    if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) fail("TLS 1.2 ciphers");
-    if (SSL_CTX_set_ciphersuites(ctx.get(), kTls13Suites) != 1) fail("TLS 1.3 suites");
-    if (SSL_CTX_set1_groups_list(ctx.get(), kGroups) != 1) fail("groups");
+        fail_context("protocol versions");
+    if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) fail_context("TLS 1.2 ciphers");
+    if (SSL_CTX_set_ciphersuites(ctx.get(), kTls13Suites) != 1) fail_context("TLS 1.3 suites");
+    if (SSL_CTX_set1_groups_list(ctx.get(), kGroups) != 1) fail_context("groups");
     // The server's order (every suite offered is strong; testssl.sh rates "no order" HIGH), ChaCha20
     // first for the clients that prefer it (phones without AES instructions).
     SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF |
@@ -65,10 +65,10 @@ SslCtxPtr make_context(const Certificate& certificate, bool http2) {
     static int offer_h2;
     SSL_CTX_set_alpn_select_cb(ctx.get(), choose_alpn, http2 ? &offer_h2 : nullptr);
 
-    if (SSL_CTX_use_certificate(ctx.get(), certificate.leaf.get()) != 1) fail("certificate");
+    if (SSL_CTX_use_certificate(ctx.get(), certificate.leaf.get()) != 1) fail_context("certificate");
     for (const X509Ptr& link : certificate.chain)
-        if (SSL_CTX_add1_chain_cert(ctx.get(), link.get()) != 1) fail("chain");
-    if (SSL_CTX_use_PrivateKey(ctx.get(), certificate.key.get()) != 1) fail("private key");
+        if (SSL_CTX_add1_chain_cert(ctx.get(), link.get()) != 1) fail_context("chain");
+    if (SSL_CTX_use_PrivateKey(ctx.get(), certificate.key.get()) != 1) fail_context("private key");
     return ctx;
 }
 }  // namespace

@@ -51,7 +51,8 @@ int status_of(unsigned short port, const std::string& raw) {
     return response ? response->status : -1;
 }
 
-double metric(unsigned short port, const std::string& name) {
+/// The sum of a metric over all its label sets, or -1 without /metrics.
+double metric_sum(unsigned short port, const std::string& name) {
     const auto metrics = fetch(port, "/metrics");
     if (!metrics) return -1;
     double sum = 0;
@@ -188,7 +189,7 @@ TEST(AccessLogOverSockets, UnderWrkEveryResponseIsOnRecord) {
     server.start();
     const std::string wrk = run("wrk -t2 -c16 -d2s http://127.0.0.1:" + std::to_string(server.port()) + "/csp/hello 2>&1");
     ASSERT_NE(wrk.find("requests in"), std::string::npos) << wrk;
-    const double answered = metric(server.port(), "cspd_requests_total");  // not counting this request
+    const double answered = metric_sum(server.port(), "cspd_requests_total");  // not counting this request
     ASSERT_GT(answered, 1000) << wrk;
     // The lines come within a second of their answers (the loops' batches), the /metrics one too.
     EXPECT_TRUE(eventually([&] { return double(lines_of(log).size()) == answered + 1; }, 5s))
@@ -211,7 +212,7 @@ TEST(AccessLogOverSockets, APipeNobodyReadsDropsLinesNotRequests) {
     ASSERT_NE(wrk.find("requests in"), std::string::npos) << wrk;
     EXPECT_EQ(wrk.find("Socket errors"), std::string::npos) << wrk;
     EXPECT_EQ(wrk.find("Non-2xx"), std::string::npos) << wrk;
-    EXPECT_GT(metric(server.port(), "cspd_access_log_dropped_total"), 0) << wrk;
+    EXPECT_GT(metric_sum(server.port(), "cspd_access_log_dropped_total"), 0) << wrk;
     EXPECT_EQ(fetch(server.port(), "/csp/hello")->status, 200);  // still serving
     EXPECT_EQ(server.stop(), 0);  // and it stops, though the pipe is still full
     ::close(reader);

@@ -37,10 +37,6 @@ void add_handler(TestServer& server, const std::string& file, const std::string&
         std::chrono::seconds(10));
 }
 
-std::string get_line(const std::string& target) {
-    return "GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
-}
-
 /// Installs the blocking test handler and waits until it answers.
 bool add_slow(TestServer& server) {
     add_handler(server, "slow.so");
@@ -53,15 +49,6 @@ bool all_began(const TempDir& gate, int n) {
     for (int i = 0; i < n; ++i)
         if (!std::filesystem::exists(gate / ("in" + std::to_string(i)))) return false;
     return true;
-}
-
-/// A number from /metrics, or -1.
-double metric(unsigned short port, const std::string& name) {
-    auto r = fetch(port, "/metrics");
-    if (!r) return -1;
-    std::smatch m;
-    if (!std::regex_search(r->body, m, std::regex("\n" + name + " ([0-9.e+]+)\n"))) return -1;
-    return std::stod(m[1]);
 }
 
 TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {

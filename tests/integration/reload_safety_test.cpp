@@ -20,7 +20,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-nlohmann::json handler_status(const TestServer& server, const std::string& name) {
+/// The handler's /-/status entry, from one look (callers poll with their own deadlines).
+nlohmann::json handler_now(const TestServer& server, const std::string& name) {
     const auto response = fetch(server.port(), "/-/status");
     if (!response || response->status != 200) return nlohmann::json::object();
     const nlohmann::json all = nlohmann::json::parse(response->body);  // kept: the loop reads into it
@@ -62,7 +63,7 @@ TEST_F(ReloadSafety, AHangingInitHoldsUpNoOtherFileNoDeleteAndNoStop) {
 
     drop("init_hang.so", "init_hang.so");
     nlohmann::json h;
-    ASSERT_TRUE(eventually([&] { return (h = handler_status(server, "init_hang")).value("state", "") == "vetting"; }, 5s))
+    ASSERT_TRUE(eventually([&] { return (h = handler_now(server, "init_hang")).value("state", "") == "vetting"; }, 5s))
         << h.dump() << "\n" << server.log();
     EXPECT_GT(h.value("vetting_since_unix_ms", std::int64_t{0}), 0);
 
@@ -79,7 +80,7 @@ TEST_F(ReloadSafety, AHangingInitHoldsUpNoOtherFileNoDeleteAndNoStop) {
     const double deleted = seconds_since(start);
 
     // Still being vetted: these did not wait for it.
-    EXPECT_EQ(handler_status(server, "init_hang").value("state", ""), "vetting");
+    EXPECT_EQ(handler_now(server, "init_hang").value("state", ""), "vetting");
     EXPECT_EQ(status_of(server, "/csp/init_hang"), 404);
 
     // A stop drains at once (the vetting processes are killed, not waited for).
@@ -93,23 +94,23 @@ TEST_F(ReloadSafety, AHangingInitHoldsUpNoOtherFileNoDeleteAndNoStop) {
 
 TEST_F(ReloadSafety, ANewerFileSupersedesOneStillBeingVetted) {
     drop("init_hang.so", "swap.so");
-    ASSERT_TRUE(eventually([&] { return handler_status(server, "swap").value("state", "") == "vetting"; }, 5s))
+    ASSERT_TRUE(eventually([&] { return handler_now(server, "swap").value("state", "") == "vetting"; }, 5s))
         << server.log();
     const auto start = Clock::now();
     drop("echo.so", "swap.so");
     EXPECT_TRUE(answers("/csp/swap", 200, 1500ms)) << server.log();
     std::printf("newer file served after %.3f s\n", seconds_since(start));
-    EXPECT_EQ(handler_status(server, "swap").value("state", ""), "live");
+    EXPECT_EQ(handler_now(server, "swap").value("state", ""), "live");
     EXPECT_FALSE(server.wait_for_log("did not return in init", 0ms)) << server.log();
 }
 
 TEST_F(ReloadSafety, AFileDeletedWhileBeingVettedLeavesNothingBehind) {
     drop("init_hang.so", "gone.so");
-    ASSERT_TRUE(eventually([&] { return handler_status(server, "gone").value("state", "") == "vetting"; }, 5s))
+    ASSERT_TRUE(eventually([&] { return handler_now(server, "gone").value("state", "") == "vetting"; }, 5s))
         << server.log();
     std::filesystem::remove(server.handlers() / "gone.so");
     nlohmann::json h;
-    EXPECT_TRUE(eventually([&] { return (h = handler_status(server, "gone")).value("state", "") == "removed"; }, 1500ms))
+    EXPECT_TRUE(eventually([&] { return (h = handler_now(server, "gone")).value("state", "") == "removed"; }, 1500ms))
         << h.dump();
     EXPECT_EQ(status_of(server, "/csp/gone"), 404);
 }
@@ -117,7 +118,7 @@ TEST_F(ReloadSafety, AFileDeletedWhileBeingVettedLeavesNothingBehind) {
 TEST_F(ReloadSafety, TwoWorkersVetANewVersionOnce) {
     drop("echo.so", "echo.so");
     ASSERT_TRUE(answers("/csp/echo", 200, 10s));
-    ASSERT_TRUE(eventually([&] { return handler_status(server, "echo").value("loads", 0) >= 2; }, 5s));
+    ASSERT_TRUE(eventually([&] { return handler_now(server, "echo").value("loads", 0) >= 2; }, 5s));
     const std::string log = server.log();
     std::size_t vetted = 0, shared = 0;
     for (std::size_t at = log.find("handler echo: vetted in"); at != std::string::npos;
@@ -132,7 +133,7 @@ TEST_F(ReloadSafety, TwoWorkersVetANewVersionOnce) {
 
 // --- the last good version survives a worker restart ----------------------------------------
 
-double restarts(const TestServer& server) {
+double restarts_now(const TestServer& server) {
     const auto response = fetch(server.port(), "/-/status");
     if (!response || response->status != 200) return -1;
     return nlohmann::json::parse(response->body).at("worker_restarts").get<double>();
@@ -140,11 +141,11 @@ double restarts(const TestServer& server) {
 
 /// A worker killed with SIGKILL (no blame, no crash count) and its replacement serving.
 ::testing::AssertionResult kill_a_worker(TestServer& server) {
-    const double before = restarts(server);
+    const double before = restarts_now(server);
     const std::vector<pid_t> pids = server.worker_pids();
     if (pids.empty()) return ::testing::AssertionFailure() << "no worker";
     ::kill(pids.front(), SIGKILL);
-    if (!eventually([&] { return restarts(server) > before; }, 5s))
+    if (!eventually([&] { return restarts_now(server) > before; }, 5s))
         return ::testing::AssertionFailure() << "not replaced:\n" << server.log();
     if (!server.wait_for_log("replaced: serving", 10s)) return ::testing::AssertionFailure() << server.log();
     return ::testing::AssertionSuccess();
@@ -179,7 +180,7 @@ TEST_F(ReloadSafety, AWorkerThatStartsWhileTheFileIsJunkServesTheLastGoodVersion
     const auto [right, other] = answers_with(server, "/csp/versioned", "version 1", 40);
     EXPECT_EQ(right, 40) << other << "\n" << server.log();
     EXPECT_TRUE(server.wait_for_log("the version the server kept from before this worker started")) << server.log();
-    const nlohmann::json h = handler_status(server, "versioned");
+    const nlohmann::json h = handler_now(server, "versioned");
     EXPECT_EQ(h.value("state", ""), "live") << h.dump();
 }
 
@@ -189,7 +190,7 @@ TEST_F(ReloadSafety, StatusNeverSaysLiveForANameAWorkerAnswers404To) {
     std::filesystem::remove(server.handlers() / "versioned.so");
     ASSERT_TRUE(answers("/csp/versioned", 404, 5s));
     ASSERT_TRUE(kill_a_worker(server));
-    EXPECT_EQ(handler_status(server, "versioned").value("state", ""), "removed");
+    EXPECT_EQ(handler_now(server, "versioned").value("state", ""), "removed");
 }
 
 // --- a quarantined version rolls back to the one it replaced ---------------------------------
@@ -208,7 +209,7 @@ protected:
         install_by_rename(test_handler("crash.so"), server.handlers() / "crash.so");
         ASSERT_TRUE(eventually([&] { return answers_with(server, "/csp/crash", "crash v1", 6).first == 6; }, 10s));
         install_by_rename(test_handler("always/crash.so"), server.handlers() / "crash.so");
-        ASSERT_TRUE(eventually([&] { return handler_status(server, "crash").value("loads", 0) >= 4; }, 10s))
+        ASSERT_TRUE(eventually([&] { return handler_now(server, "crash").value("loads", 0) >= 4; }, 10s))
             << server.log();
     }
 
@@ -257,7 +258,7 @@ TEST_F(Rollback, AQuarantinedVersionGivesWayToTheOneItReplacedEverywhere) {
     std::tie(right, other) = answers_with(server, "/csp/crash", "crash v1", 20);
     EXPECT_EQ(right, 20) << other << "\n" << server.log();
 
-    nlohmann::json h = handler_status(server, "crash");
+    nlohmann::json h = handler_now(server, "crash");
     EXPECT_EQ(h.value("state", ""), "rolled back") << h.dump();
     ASSERT_TRUE(h.contains("rolled_back")) << h.dump();
     EXPECT_NE(h["rolled_back"]["from"]["fnv1a64"], h["rolled_back"]["to"]["fnv1a64"]);
@@ -271,7 +272,7 @@ TEST_F(Rollback, AQuarantinedVersionGivesWayToTheOneItReplacedEverywhere) {
     install_by_rename(test_handler("v2/crash.so"), server.handlers() / "crash.so");
     EXPECT_TRUE(eventually([&] { return answers_with(server, "/csp/crash", "crash v2", 6).first == 6; }, 10s))
         << server.log();
-    EXPECT_TRUE(eventually([&] { return handler_status(server, "crash").value("state", "") == "live"; }, 5s));
+    EXPECT_TRUE(eventually([&] { return handler_now(server, "crash").value("state", "") == "live"; }, 5s));
 }
 
 class ShortWindow : public Rollback {
@@ -312,7 +313,7 @@ TEST_F(NoRollback, AQuarantinedVersionAnswers503) {
     EXPECT_EQ(outcome.answer, "") << server.log();
     EXPECT_GE(outcome.crashed, 3);
     EXPECT_GT(outcome.unavailable, 0);
-    EXPECT_EQ(handler_status(server, "crash").value("state", ""), "quarantined");
+    EXPECT_EQ(handler_now(server, "crash").value("state", ""), "quarantined");
     std::printf("--no-rollback: %d crashed requests, then 503\n", outcome.crashed);
 }
 

@@ -13,13 +13,6 @@ namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
 
-double metric(unsigned short port, const std::string& sample) {
-    const auto r = fetch(port, "/metrics");
-    if (!r) return -1;
-    const auto at = r->body.find("\n" + sample + " ");
-    return at == std::string::npos ? -1 : std::stod(r->body.substr(at + sample.size() + 2));
-}
-
 std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

@@ -17,10 +17,6 @@ namespace cspd::test {
 namespace {
 using namespace std::chrono_literals;
 
-std::string get_line(const std::string& target, const char* version = "HTTP/1.1") {
-    return "GET " + target + " " + version + "\r\nHost: h\r\n\r\n";
-}
-
 /// A server with one worker (so /csp/stream/stats sees every stream) and the stream handlers.
 class Streams : public ::testing::Test {
 protected:

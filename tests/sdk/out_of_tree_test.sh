@@ -19,7 +19,7 @@ pc_dir=$(dirname "$(find "$work/prefix" -name cspd-sdk.pc | head -1)")
 # 1. A CMake project elsewhere: find_package(cspd) + csp_add_handler.
 cmake -S "$src/examples" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure examples"; }
-cmake --build "$work/cmake-build" > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build examples"; }
+cmake --build "$work/cmake-build" -j2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build examples"; }
 
 # 2. One line each, with pkg-config, C++ and C.
 mkdir -p "$work/one-line"

@@ -204,4 +204,16 @@ std::optional<HttpResponse> fetch(unsigned short port, const std::string& target
     return ::testing::AssertionSuccess();
 }
 
+std::string get_line(const std::string& target, const char* version) {
+    return "GET " + target + " " + version + "\r\nHost: h\r\n\r\n";
+}
+
+double metric(unsigned short port, const std::string& sample) {
+    const auto r = fetch(port, "/metrics");
+    if (!r) return -1;
+    const std::string line_start = "\n" + sample + " ";
+    const auto at = r->body.find(line_start);
+    return at == std::string::npos ? -1 : std::stod(r->body.substr(at + line_start.size()));
+}
+
 }  // namespace cspd::test

@@ -66,4 +66,10 @@ private:
 /// One request on a new connection, closed afterwards.
 std::optional<HttpResponse> fetch(unsigned short port, const std::string& target);
 
+/// A GET of `target` with a Host field, as raw bytes to send.
+std::string get_line(const std::string& target, const char* version = "HTTP/1.1");
+
+/// One sample of /metrics (`name` or `name{labels}` exactly as printed), or -1 if it is absent.
+double metric(unsigned short port, const std::string& sample);
+
 }  // namespace cspd::test

@@ -14,7 +14,7 @@
 namespace cspd {
 namespace {
 // After our last frame, what the client still sends is read and dropped this long at most.
-constexpr std::uint32_t kLingerS = 2;
+constexpr std::uint32_t kH2LingerS = 2;
 }  // namespace
 
 bool Http2Session::spend_idle_frame() {
@@ -92,7 +92,7 @@ void Http2Session::on_tick(std::uint32_t now) {
     const ConnectionLimits& config = loop_.limits;
     const auto passed = [now](std::uint32_t since, unsigned seconds) { return coarse_passed(now, since, seconds); };
     if (lingering_) {
-        if (passed(lingering_since_, kLingerS)) close();
+        if (passed(lingering_since_, kH2LingerS)) close();
         return;
     }
     if (writing_) {
