@@ -26,8 +26,8 @@ enum users_op { USERS_GET, USERS_CREATE, USERS_DELETE };
 /* Every statement takes one parameter, $1, and is only ever sent with PQ*QueryParams. */
 static const char* const users_sql[] = {
     [USERS_GET] = "SELECT row_to_json(u)::text FROM users u WHERE u.id = $1::bigint",
-    [USERS_CREATE] = "INSERT INTO users(name, email) SELECT r.name, r.email"
-                     " FROM json_populate_record(NULL::users, $1::json) r RETURNING id, row_to_json(users)::text",
+    [USERS_CREATE] = ("INSERT INTO users(name, email) SELECT r.name, r.email"
+                      " FROM json_populate_record(NULL::users, $1::json) r RETURNING id, row_to_json(users)::text"),
     [USERS_DELETE] = "DELETE FROM users WHERE id = $1::bigint",
 };
 

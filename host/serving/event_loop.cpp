@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 namespace cspd {
@@ -32,7 +33,9 @@ constexpr std::size_t kProbeReserve = 8;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
-      work_blocks_(Http1Session::work_bytes()), router_(handlers_, www, date_, options.routing, &context_.draining),
+      work_blocks_(Http1Session::work_bytes()),
+      // Only the flag's address, which the router keeps: context_ itself is built after it.
+      router_(handlers_, www, date_, options.routing, std::addressof(context_.draining)),
       context_{.io = io_,
                .limits = options.connection,
                .router = router_,

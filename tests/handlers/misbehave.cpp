@@ -20,7 +20,7 @@
 
 namespace {
 
-int* volatile nowhere = nullptr;
+[[maybe_unused]] int* volatile nowhere = nullptr;  // some modes fault through it
 
 #if MISBEHAVE == 1
 struct FaultsWhenConstructed {

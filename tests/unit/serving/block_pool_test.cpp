@@ -158,7 +158,7 @@ TEST(BlockPool, AFreeBlockIsPoisonedUnderAddressSanitizer) {
 #endif
 
 TEST(BlockPool, RefusesBlocksLargerThanASlab) {
-    EXPECT_THROW(BlockPool(BlockPool::kSlabBytes), std::bad_alloc);
+    EXPECT_THROW(BlockPool{BlockPool::kSlabBytes}, std::bad_alloc);
 }
 
 }  // namespace
