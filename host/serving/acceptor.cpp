@@ -99,7 +99,9 @@ void Acceptor::take_backlog(unsigned limit) {
     }
 }
 
-void Acceptor::pause_after_error(int err) {
+// Out of descriptors, UBSan's vptr check (clang's) finds no pipe to probe memory with and reports
+// the error category's virtual call as a bad object: the check is left out of this function only.
+__attribute__((no_sanitize("vptr"))) void Acceptor::pause_after_error(int err) {
     if (err != 0) {
         const std::int64_t now_s = coarse_monotonic_now_ns() / 1'000'000'000;
         if (!out_of_resources(err)) {

@@ -1,6 +1,7 @@
 // Start-up, command line and graceful stop of the real binary.
 #include "http_client.hpp"
 #include "test_server.hpp"
+#include "sanitizers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -118,7 +119,7 @@ TEST(Lifecycle, ClosesIdleKeepAliveConnectionsWhenStopping) {
 }
 
 TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
     GTEST_SKIP() << "under AddressSanitizer/UBSan the sanitizers own fatal signals and write their own report";
 #endif
     for (const char* how : {"segv", "abort", "fpe"}) {
@@ -144,7 +145,7 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
 }
 
 TEST(Lifecycle, ASingleProcessDiesOfAHandlerCrash) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
     GTEST_SKIP() << "under AddressSanitizer/UBSan the sanitizers own fatal signals and write their own report";
 #endif
     TestServer server({"--single-process"}, false);

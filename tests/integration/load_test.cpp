@@ -2,6 +2,7 @@
 #include "http_client.hpp"
 #include "load_client.hpp"
 #include "test_server.hpp"
+#include "sanitizers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -134,7 +135,7 @@ TEST(Load, TenThousandConnectionsSoakWithFlatMemoryAndNoFdLeak) {
     const auto middle = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
     const std::size_t first_peak = *std::max_element(samples.begin(), middle);
     const std::size_t second_peak = *std::max_element(middle, samples.end());
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
     // AddressSanitizer's quarantine holds freed memory back on purpose: RSS says nothing here.
     (void)first_peak;
     (void)second_peak;

@@ -3,6 +3,7 @@
 // export's 1 GiB CSV by curl, with the worker's memory flat throughout.
 #include "http_client.hpp"
 #include "test_server.hpp"
+#include "sanitizers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -141,7 +142,7 @@ TEST_F(StreamingExamples, ExportStreamsAGibibyteInFlatMemory) {
     EXPECT_EQ(bad, 0u);
     EXPECT_GE(bytes, std::size_t(1) << 30);
     EXPECT_LT(bytes, (std::size_t(1) << 30) + 256);  // it stops at the row that reaches 1 GiB
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
     // AddressSanitizer keeps up to 256 MiB of freed memory in quarantine before reusing it.
     constexpr long kFlatKiB = 320 * 1024;
 #else

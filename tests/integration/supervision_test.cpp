@@ -3,6 +3,7 @@
 #include "http_client.hpp"
 #include "temp_dir.hpp"
 #include "test_server.hpp"
+#include "sanitizers.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -154,7 +155,7 @@ TEST(Supervision, ASegfaultingHandlerHurtsOnlyItsOwnWorker) {
             EXPECT_EQ(r->status, 200);
         }
     }
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(CSPD_TEST_ASAN)
     // The report names the handler and its version, and carries a backtrace.
     EXPECT_TRUE(server.wait_for_log("at address (nil) in handler crash.so#"));
     EXPECT_TRUE(server.wait_for_log("cspd: backtrace:"));
@@ -166,7 +167,7 @@ TEST(Supervision, ASegfaultingHandlerHurtsOnlyItsOwnWorker) {
 }
 
 TEST(Supervision, APipelinedCrashStillDeliversTheAnswersBeforeIt) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
     GTEST_SKIP() << "under AddressSanitizer the sanitizer may take the signal before cspd's crash reporter";
 #endif
     TestServer server({}, false);
@@ -254,7 +255,7 @@ TEST(Supervision, TheWatchdogEndsAHandlerThatNeverReturns) {
     EXPECT_LT(waited, 10s) << "ended by the watchdog, not by the client giving up";
     EXPECT_TRUE(server.wait_for_log("watchdog: handler crash has been running for")) << server.log();
     EXPECT_TRUE(server.wait_for_log("starting a replacement"));
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(CSPD_TEST_ASAN)
     // Aborted on the stuck thread: the report says where it was.
     EXPECT_TRUE(server.wait_for_log("signal 6 (Aborted)"));
     EXPECT_TRUE(server.wait_for_log("in handler crash.so#"));

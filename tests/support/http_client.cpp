@@ -1,4 +1,5 @@
 #include "http_client.hpp"
+#include "sanitizers.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -192,7 +193,7 @@ std::optional<HttpResponse> fetch(unsigned short port, const std::string& target
 ::testing::AssertionResult answered_as_crash(HttpClient& client) {
     auto r = client.read_response();
     if (!r) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
         if (client.leftover().empty()) return ::testing::AssertionSuccess();
 #endif
         return ::testing::AssertionFailure() << "no whole response; got '" << client.leftover() << "'";

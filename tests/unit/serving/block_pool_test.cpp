@@ -1,10 +1,11 @@
 // BlockPool: distinct aligned blocks, reuse before growth, empty slabs unmapped but one spare,
 // and blocks that outlive their pool.
 #include "serving/block_pool.hpp"
+#include "sanitizers.hpp"
 
 #include <gtest/gtest.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -138,7 +139,7 @@ TEST(BlockPool, ABlockReleasedAfterItsPoolIsGoneUnmapsItsSlab) {
     EXPECT_FALSE(mapped(later));
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CSPD_TEST_ASAN)
 // A parked connection's Work used after it went back is caught, as on the heap.
 TEST(BlockPool, AFreeBlockIsPoisonedUnderAddressSanitizer) {
     BlockPool pool(kBlock);
