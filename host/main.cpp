@@ -64,6 +64,10 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
         if (::getppid() != invocation.master_pid) return 0;
     } else if (!config.log_file.empty()) {
         try {
+            if (const std::string problem =
+                    cspd::log_folder_problem(config.log_file, cspd::worker_account(config, ::geteuid()));
+                !problem.empty())
+                throw std::runtime_error(problem);
             cspd::redirect_stderr_to(config.log_file);  // workers inherit it
         } catch (const std::exception& e) {
             std::fprintf(stderr, "cspd: %s\n", e.what());

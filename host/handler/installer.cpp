@@ -37,6 +37,7 @@ struct HandlerInstaller::Impl {
     bool stopped = false;
 
     bool rolls_back() const { return static_cast<bool>(options.quarantined); }
+    bool quarantined(const HandlerVersion& version) const { return options.quarantined(version.name(), version.file()); }
 
     void start() {
         if (rolls_back()) check_rollbacks();
@@ -53,7 +54,7 @@ struct HandlerInstaller::Impl {
         const auto live = registry.current(name);
         if (options.kept && prepared) options.kept->keep(*version, *prepared);
         std::shared_ptr<const HandlerVersion> fallback = fallback_for(name, *version, live);
-        if (fallback && options.quarantined(*version)) {
+        if (fallback && quarantined(*version)) {
             // Quarantined already (this worker started after it crashed elsewhere): serve what it replaced.
             spdlog::warn("handler {}: {} is quarantined; serving {} instead (rolled back)", name, version->describe(),
                          fallback->describe());
@@ -69,7 +70,12 @@ struct HandlerInstaller::Impl {
         registry.install(version, std::move(fallback));
         // Said once every loop has been handed the version (their next turn installs it), not
         // before: whoever waits for this line to send a request must not meet a 404.
-        spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", version->describe());
+        if (rolls_back() && quarantined(*version))
+            spdlog::warn("handler {}: {} is quarantined, with no version to roll back to: /csp/{} answers 503 "
+                         "until a new version of {}.so is dropped in",
+                         name, version->describe(), name, name);
+        else
+            spdlog::info("handler {}: {} {}", name, live ? "reloaded as" : "loaded", version->describe());
         if (on_probation) start_probation(name, version);
     }
 
@@ -81,10 +87,10 @@ struct HandlerInstaller::Impl {
         if (!rolls_back()) return nullptr;
         std::shared_ptr<const HandlerVersion> fallback;
         if (live)
-            fallback = options.quarantined(*live) ? registry.fallback(name) : live;
+            fallback = quarantined(*live) ? registry.fallback(name) : live;
         else if (options.kept)
             fallback = load_kept(name, options.kept->good(name));
-        if (fallback && (same_version(*fallback, version) || options.quarantined(*fallback))) return nullptr;
+        if (fallback && (same_version(*fallback, version) || quarantined(*fallback))) return nullptr;
         return fallback;
     }
 
@@ -106,7 +112,7 @@ struct HandlerInstaller::Impl {
         timer->async_wait([this, name, weak = std::weak_ptr<const HandlerVersion>(version)](boost::system::error_code ec) {
             if (ec || stopped) return;
             const auto live = registry.current(name);
-            if (!live || live != weak.lock() || options.quarantined(*live)) return;
+            if (!live || live != weak.lock() || quarantined(*live)) return;
             probation.erase(name);
             spdlog::debug("handler {}: {} served {} s unquarantined; the version it replaced is let go", name,
                           live->describe(), options.probation.count());
@@ -118,9 +124,9 @@ struct HandlerInstaller::Impl {
     void check_rollbacks() {
         for (const auto& name : registry.names()) {
             const auto live = registry.current(name);
-            if (!live || !options.quarantined(*live)) continue;
+            if (!live || !quarantined(*live)) continue;
             auto fallback = registry.fallback(name);
-            if (!fallback || options.quarantined(*fallback)) continue;
+            if (!fallback || quarantined(*fallback)) continue;
             spdlog::warn("handler {}: {} is quarantined; rolled back to {}", name, live->describe(),
                          fallback->describe());
             probation.erase(name);
@@ -155,7 +161,7 @@ struct HandlerInstaller::Impl {
         if (!options.kept) return;
         const std::optional<KeptVersion> kept = options.kept->serving(name);
         auto version = load_kept(name, kept);
-        if (!version || (options.quarantined && options.quarantined(*version))) return;
+        if (!version || (rolls_back() && quarantined(*version))) return;
         spdlog::warn("handler {}: serving {}, the version the server kept from before this worker started", name,
                      version->describe());
         registry.install(std::move(version));

@@ -18,6 +18,7 @@ class io_context;
 
 namespace cspd {
 
+struct HandlerFileIdentity;
 class HandlerLoader;
 class HandlerRegistry;
 class HandlerVersion;
@@ -27,8 +28,9 @@ class PreparedVersion;
 struct InstallerOptions {
     /// Versions the server keeps across worker restarts (null: none).
     const KeptVersions* kept = nullptr;
-    /// Whether a version is quarantined; unset: no rollback (--no-rollback, or no master).
-    std::function<bool(const HandlerVersion&)> quarantined;
+    /// Whether the version of `name` in `file` is quarantined; unset: no rollback (--no-rollback,
+    /// or no master).
+    std::function<bool(const std::string& name, const HandlerFileIdentity& file)> quarantined;
     /// How long a new version must serve unquarantined before the one it replaced is let go.
     std::chrono::seconds probation{60};
 };

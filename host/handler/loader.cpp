@@ -119,6 +119,12 @@ int serve_diagnostics(const csp_request* request, csp_reply* reply) {
     return 500;
 }
 void free_diagnostics(void* state) { delete static_cast<std::string*>(state); }
+
+int serve_quarantined(const csp_request*, csp_reply* reply) {
+    csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
+    csp_reply_puts(reply, "this handler version is quarantined\n");
+    return 503;
+}
 }  // namespace
 
 std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::string& name, std::string text) {
@@ -130,6 +136,13 @@ std::shared_ptr<HandlerVersion> HandlerLoader::diagnostics_version(const std::st
                                             new std::string(std::move(text)));
 }
 
+std::shared_ptr<HandlerVersion> HandlerLoader::quarantined_version(const std::string& name,
+                                                                   const HandlerFileIdentity& file) {
+    HandlerEntry entry;
+    entry.minor = CSP_ABI_MINOR;
+    entry.handle = &serve_quarantined;
+    return std::make_shared<HandlerVersion>(name, next_sequence_++, file, nullptr, entry, nullptr);
+}
 
 std::uint64_t HandlerLoader::config_stamp(const std::filesystem::path& folder, const std::string& name) {
     std::uint64_t stamp = 0;

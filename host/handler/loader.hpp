@@ -114,6 +114,10 @@ public:
 
     /// A stand-in version that answers every request with 500 and `text` (--dev diagnostics).
     std::shared_ptr<HandlerVersion> diagnostics_version(const std::string& name, std::string text);
+    /// A stand-in for a version the crash quarantine lists: it carries the file's identity (so the
+    /// router answers 503 for it, or serves the version it replaced) and nothing of the file is
+    /// opened or run. Called anyway, it answers 503.
+    std::shared_ptr<HandlerVersion> quarantined_version(const std::string& name, const HandlerFileIdentity& file);
 
     /// Identity of a file on disk without loading it; nullopt-like false if it cannot be stat'ed.
     static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);

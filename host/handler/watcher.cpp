@@ -205,7 +205,9 @@ struct HandlerWatcher::Impl {
     void admit(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk,
                PreparedVersion prepared) {
         if (!options.gate) {
-            finish_load(name, file, on_disk, loader.open(prepared), &prepared);
+            bool stand_in = false;
+            LoadResult opened = open_unless_quarantined(name, prepared, stand_in);
+            finish_load(name, file, on_disk, std::move(opened), stand_in ? nullptr : &prepared);
             return;
         }
         if (at_gate.contains(name)) options.gate->cancel(name);
@@ -224,9 +226,27 @@ struct HandlerWatcher::Impl {
                                     maybe_settled();
                                     return;
                                 }
-                                finish_load(name, file, on_disk, loader.open(*held), held.get());
+                                bool stand_in = false;
+                                LoadResult opened = open_unless_quarantined(name, *held, stand_in);
+                                finish_load(name, file, on_disk, std::move(opened), stand_in ? nullptr : held.get());
                                 maybe_settled();
                             });
+    }
+
+    /// Opens a version that may load, unless the crash quarantine lists it: in a worker that
+    /// starts after it crashed the others, its init or the threads it starts would bring this one
+    /// down too, and so on for ever. A stand-in with its identity takes its place: the installer
+    /// serves the version it replaced, or the router answers 503.
+    LoadResult open_unless_quarantined(const std::string& name, PreparedVersion& prepared, bool& stand_in) {
+        if (options.install.quarantined && options.install.quarantined(name, prepared.identity())) {
+            LoadResult quarantined;
+            quarantined.version = loader.quarantined_version(name, prepared.identity());
+            spdlog::warn("handler {}: {} is quarantined: not loaded in this worker", name,
+                         quarantined.version->describe());
+            stand_in = true;
+            return quarantined;
+        }
+        return loader.open(prepared);
     }
 
     /// Forgets the version of `name` at the gate, if any (its file went, or was refused before it got there).
@@ -280,6 +300,8 @@ struct HandlerWatcher::Impl {
         now.config_stamp = on_disk.config_stamp;  // a configuration that changed meanwhile brings its own event
         source_unchanged = source_unchanged && now.same_file_as(on_disk);
         if (library_arrived || !source_unchanged) {
+            spdlog::debug("handler {}: the compile of {} is dropped: {}", name, source.filename().string(),
+                          library_arrived ? name + ".so arrived meanwhile (it wins)" : "the source changed meanwhile");
             std::error_code ec;
             if (result.ok) std::filesystem::remove(result.output, ec);
             jobs->take_again(name);

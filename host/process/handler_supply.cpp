@@ -90,8 +90,8 @@ HandlerSupply::HandlerSupply(boost::asio::io_context& control, const Config& con
     watch.gate = &p.vetting;
     if (p.kept.enabled()) watch.install.kept = &p.kept;
     if (role && config.rollback)
-        watch.install.quarantined = [&stats](const HandlerVersion& version) {
-            return is_quarantined(stats, version.name(), version.file().size, version.file().content_hash);
+        watch.install.quarantined = [&stats](const std::string& name, const HandlerFileIdentity& file) {
+            return is_quarantined(stats, name, file.size, file.content_hash);
         };
     watch.install.probation = std::chrono::seconds(config.quarantine_window_s);
     if (config.compile_sources) {

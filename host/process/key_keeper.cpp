@@ -54,7 +54,11 @@ void KeyKeeper::start() {
     for (auto& [index, kept] : kept_)
         if (!send_descriptor(control_.get(), kept.get()))
             spdlog::warn("key process: cannot hand it worker {}'s channel", index);
-    spdlog::debug("key process started as pid {}", pid_);
+    if (restarting_)
+        spdlog::info("key process started again as pid {}: HTTPS handshakes are served again", pid_);
+    else
+        spdlog::debug("key process started as pid {}", pid_);
+    restarting_ = false;
 }
 
 UniqueFd KeyKeeper::channel_for(unsigned index) {
@@ -99,6 +103,7 @@ void KeyKeeper::on_exit(int status) {
                   WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                       : "exited with code " + std::to_string(WEXITSTATUS(status)));
     start_due_ = true;
+    restarting_ = true;
 }
 
 }  // namespace cspd

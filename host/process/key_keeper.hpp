@@ -46,6 +46,7 @@ private:
     pid_t pid_ = -1;
     bool stopping_ = false;
     bool start_due_ = false;  // it died: the next watch() starts it (at most twice a second)
+    bool restarting_ = false;  // it died: its next start is said at info level
 };
 
 }  // namespace cspd

@@ -7,7 +7,8 @@
 
 namespace cspd {
 
-/// Opens `path` for appending and makes it file descriptor 2. Throws if it cannot be opened.
+/// Opens `path` for appending, never through a symbolic link, and makes it file descriptor 2.
+/// Throws if it cannot be opened.
 void redirect_stderr_to(const std::filesystem::path& path);
 
 /// SIGUSR1: points standard error at a fresh `path`; on failure logs why and keeps the old file.

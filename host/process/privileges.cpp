@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -61,8 +62,9 @@ bool allowed(const struct stat& st, const WorkerAccount& account, const std::vec
 }
 }  // namespace
 
-std::string folder_access_problem(const std::filesystem::path& path, const WorkerAccount& account) {
-    if (!account.change) return {};
+namespace {
+/// The groups `account` belongs to (its own and the supplementary ones).
+std::vector<gid_t> groups_of(const WorkerAccount& account) {
     std::vector<gid_t> groups(64);
     int count = static_cast<int>(groups.size());
     if (::getgrouplist(account.name.c_str(), account.gid, groups.data(), &count) < 0) {
@@ -70,6 +72,19 @@ std::string folder_access_problem(const std::filesystem::path& path, const Worke
         ::getgrouplist(account.name.c_str(), account.gid, groups.data(), &count);
     }
     groups.resize(static_cast<std::size_t>(std::max(count, 0)));
+    return groups;
+}
+
+std::string mode_text(const struct stat& st) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return text;
+}
+}  // namespace
+
+std::string folder_access_problem(const std::filesystem::path& path, const WorkerAccount& account) {
+    if (!account.change) return {};
+    const std::vector<gid_t> groups = groups_of(account);
     std::error_code ec;
     const std::filesystem::path real = std::filesystem::canonical(path, ec);
     if (ec) return {};  // missing: said elsewhere
@@ -86,6 +101,19 @@ std::string folder_access_problem(const std::filesystem::path& path, const Worke
     if (::stat(real.c_str(), &st) == 0 && !allowed(st, account, groups, 5))
         return real.string() + " cannot be read by " + account.name;
     return {};
+}
+
+std::string log_folder_problem(const std::filesystem::path& log_file, const WorkerAccount& account) {
+    if (!account.change || log_file.empty()) return {};
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::absolute(log_file, ec).parent_path();
+    struct stat st {};
+    if (ec || ::stat(folder.c_str(), &st) != 0) return {};  // missing: the open says so
+    if (!allowed(st, account, groups_of(account), 3)) return {};
+    return "--log-file's folder " + folder.string() + " (owner uid " + std::to_string(st.st_uid) + ", mode " +
+           mode_text(st) + ") can be written by " + account.name +
+           ", who runs handler code: it could put a link where the file is reopened, and the master, as root, "
+           "would write there. Put the log in a folder only root can write (as /var/log/cspd)";
 }
 
 void say_who_runs_handlers(const Config& config, const WorkerAccount& account) {

@@ -33,6 +33,10 @@ void become(const WorkerAccount& account);
 /// groups, as the kernel would (ACLs aside).
 std::string folder_access_problem(const std::filesystem::path& path, const WorkerAccount& account);
 
+/// Why the folder of `log_file` is unsafe for a master started as root, or empty: `account` can
+/// write in it, so handler code could plant a link where the file is reopened on SIGUSR1.
+std::string log_folder_problem(const std::filesystem::path& log_file, const WorkerAccount& account);
+
 /// The start-up line that says who runs handler code (or that --user is ignored).
 void say_who_runs_handlers(const Config& config, const WorkerAccount& account);
 

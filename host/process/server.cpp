@@ -146,7 +146,7 @@ private:
         // Alone, with --tls-port 0, the HTTPS port is learned first: --https-redirect names it.
         std::vector<int> tls_fds;
         for (unsigned t = 0; !role_ && config_.tls_port && t < config_.threads; ++t) {
-            tls_fds.push_back(open_listener(config_.bind_address, tls_port_));
+            tls_fds.push_back(open_listener(config_.bind_address, tls_port_, t > 0));
             tls_port_ = bound_port(tls_fds.back());
         }
         Config with_port = config_;
@@ -168,7 +168,7 @@ private:
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
             const int fd = role_ ? WorkerRole::listener_fd(t)
-                                 : open_listener(config_.bind_address, port_);
+                                 : open_listener(config_.bind_address, port_, t > 0);
             // With --port 0 the first loop learns the port; the others join it.
             if (!role_) port_ = bound_port(fd);
             loops_.back()->adopt_listener(fd);

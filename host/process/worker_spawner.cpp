@@ -85,14 +85,15 @@ WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::s
     port = config.port;
     for (unsigned i = 0; i < config.loops_total(); ++i) {
         listeners.push_back(
-            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port)), config.threads));
+            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, port, i > 0)), config.threads));
         port = bound_port(listeners.back().get());  // --port 0: the first socket picks, the rest join it
     }
     std::vector<UniqueFd> tls_listeners;
     tls_port = config.tls_port.value_or(0);
     for (unsigned i = 0; config.tls_port && i < config.loops_total(); ++i) {
         tls_listeners.push_back(
-            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, tls_port)), config.threads));
+            WorkerSpawner::above_worker_fds(UniqueFd(open_listener(config.bind_address, tls_port, i > 0)),
+                                            config.threads));
         tls_port = bound_port(tls_listeners.back().get());
     }
     UniqueFd status;

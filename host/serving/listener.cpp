@@ -7,8 +7,14 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <vector>
 
 namespace cspd {
 namespace {
@@ -17,9 +23,70 @@ namespace {
     if (fd >= 0) ::close(fd);
     throw std::system_error(err, std::system_category(), what);
 }
+/// The socket inodes listening on `port` (any address), from /proc/net/tcp and tcp6.
+std::vector<std::string> listening_inodes(unsigned short port) {
+    std::vector<std::string> inodes;
+    char wanted[8];
+    std::snprintf(wanted, sizeof wanted, ":%04X", port);
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the heading
+        while (std::getline(in, line)) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+            if (state == "0A" && local.ends_with(wanted)) inodes.push_back(inode);  // 0A: LISTEN
+        }
+    }
+    return inodes;
+}
+
+/// "pid 123 (cspd)" for the process holding a socket listening on `port`, or empty if none can
+/// be seen (another user's processes are hidden from an unprivileged one).
+std::string who_listens(unsigned short port) {
+    const std::vector<std::string> inodes = listening_inodes(port);
+    if (inodes.empty()) return {};
+    std::error_code ec;
+    for (const auto& process : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string pid = process.path().filename();
+        if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+        std::error_code fd_ec;
+        for (const auto& fd : std::filesystem::directory_iterator(process.path() / "fd", fd_ec)) {
+            const std::string target = std::filesystem::read_symlink(fd.path(), fd_ec).string();
+            for (const auto& inode : inodes)
+                if (target == "socket:[" + inode + "]") {
+                    std::ifstream comm(process.path() / "comm");
+                    std::string name;
+                    std::getline(comm, name);
+                    return "pid " + pid + " (" + name + ")";
+                }
+        }
+    }
+    return {};
+}
+
+/// Throws when another socket already listens on the address, as a bind without SO_REUSEPORT
+/// tells: SO_REUSEPORT would otherwise let a second server share the port with no error and
+/// take part of its connections. SO_REUSEADDR, as the real socket has: a port whose last
+/// connections linger in TIME_WAIT is free.
+void refuse_if_taken(const sockaddr_storage& storage, socklen_t length, unsigned short port, const std::string& where) {
+    const int probe = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) fail(probe, "socket");
+    int one = 1;
+    ::setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const bool taken = ::bind(probe, reinterpret_cast<const sockaddr*>(&storage), length) != 0 && errno == EADDRINUSE;
+    ::close(probe);
+    if (!taken) return;
+    const std::string owner = who_listens(port);
+    throw std::runtime_error("cannot listen on " + where + ": address in use: another process already listens there" +
+                             (owner.empty() ? std::string() : " (" + owner + ")") +
+                             "; stop it, or give this server another --port or --bind");
+}
 }  // namespace
 
-int open_listener(const std::string& address, unsigned short port) {
+int open_listener(const std::string& address, unsigned short port, bool joining) {
     sockaddr_storage storage{};
     socklen_t length;
     auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
@@ -36,6 +103,7 @@ int open_listener(const std::string& address, unsigned short port) {
         throw std::invalid_argument("'" + address + "' is not an IPv4 or IPv6 address");
     }
     const std::string where = "[" + address + "]:" + std::to_string(port);
+    if (!joining && port != 0) refuse_if_taken(storage, length, port, where);
     int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) fail(fd, "socket");
     int one = 1;

@@ -9,8 +9,11 @@ namespace cspd {
 
 /// A listening TCP socket on `address`:`port` (0: any free port) with SO_REUSEPORT,
 /// TCP_NODELAY (inherited by accepted sockets) and TCP_DEFER_ACCEPT. Close-on-exec and
-/// non-blocking. Throws with the reason (address in use, bad address) on failure.
-int open_listener(const std::string& address, unsigned short port);
+/// non-blocking. Throws with the reason (bad address, in use) on failure. The first socket of
+/// an address (`joining` false) must find nobody listening there already, whoever it is (it is
+/// named when it can be found): SO_REUSEPORT shares a port with this server's own sockets only.
+/// The others (`joining`) join it.
+int open_listener(const std::string& address, unsigned short port, bool joining = false);
 
 /// "127.0.0.1:9100" or "[::1]:9100" → address and port. Throws std::invalid_argument.
 struct HostPort {

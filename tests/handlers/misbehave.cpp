@@ -68,6 +68,13 @@ int init(void** state) {
     for (;;) spin.fetch_add(1, std::memory_order_relaxed);
 #elif MISBEHAVE == 3
     *nowhere = 3;
+#elif MISBEHAVE == 9
+    // init returns well (vetting passes it), and the thread it started faults 300 ms later: every
+    // worker that loads this version dies, whatever it serves.
+    std::thread([] {
+        usleep(300000);
+        *nowhere = 9;
+    }).detach();
 #endif
     return 0;
 }

@@ -147,10 +147,11 @@ TEST(Compile, ALibraryArrivingDuringACompileIsNotOverriddenByIt) {
     TestServer server({"--compile"});
     ::unsetenv("CXX");
     write(server.handlers() / "foo.cpp", source("from the source"));
-    std::this_thread::sleep_for(500ms);  // the compiler is running now
+    ASSERT_TRUE(server.wait_for_log("handler foo: compiling"));  // the compiler is running now
     install_by_rename(shipped_handler("hello.so"), server.handlers() / "foo.so");
     ASSERT_TRUE(serves(server.port(), "/csp/foo", 200, "HELLO WORLD"));
-    std::this_thread::sleep_for(2500ms);  // the compile has finished meanwhile
+    ASSERT_TRUE(server.wait_for_log("handler foo: the compile of foo.cpp is dropped: foo.so arrived meanwhile", 10s))
+        << server.log();
     EXPECT_EQ(fetch(server.port(), "/csp/foo")->body, "<h1>HELLO WORLD</h1>");
 }
 

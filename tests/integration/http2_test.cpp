@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "http_client.hpp"
 #include "test_server.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <future>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -175,6 +177,65 @@ TEST_F(Http2, DrainSendsGoawayAndFinishesOpenStreams) {
     EXPECT_NE(got.find("from a timer"), std::string::npos) << got;
     EXPECT_NE(got.find(" 2 200"), std::string::npos) << got;
     EXPECT_EQ(server_->stop(), 0);
+}
+
+TEST_F(Http2, MalformedRequestsAreAccessLoggedAs400) {
+    // Refused as malformed before any route saw them (by nghttp2, or for a Host unlike its
+    // :authority): each still leaves its line, as an HTTP/1 server's 400 would, for log readers
+    // that count bad requests by client.
+    TempDir dir;
+    const auto log = dir / "access.log";
+    start({"--access-log", log.string()});
+    const std::vector<std::string> malformed = {"8.2.uppercase-field-name", "8.2.2.te-other-than-trailers",
+                                                "8.3.1.host-unlike-authority-is-malformed"};
+    for (const auto& name : malformed) run_frame_cases(server_->port(), false, name);
+    const auto read_log = [&] {
+        std::ifstream in(log);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    std::size_t lines = 0;
+    EXPECT_TRUE(eventually(
+        [&] {
+            const std::string text = read_log();
+            lines = 0;
+            for (auto at = text.find(" HTTP/2.0\" 400 "); at != std::string::npos;
+                 at = text.find(" HTTP/2.0\" 400 ", at + 1))
+                ++lines;
+            return lines >= malformed.size();
+        },
+        5s))
+        << read_log();
+    EXPECT_EQ(lines, malformed.size()) << read_log();
+    EXPECT_NE(read_log().find("\"GET /csp/hello HTTP/2.0\" 400 "), std::string::npos) << read_log();
+}
+
+TEST(Http2Stalls, StalledStreamsByTheThousandGiveALineAConnection) {
+    // 8 connections set every stream's window to 0 and ask for 128 answers each, never reading:
+    // --send-timeout resets all 1,024 streams, and the log says so once per connection, counted.
+    TestServer server({"--workers", "1", "--h2-max-streams", "128", "--send-timeout", "1"}, false);
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    server.start();
+    ASSERT_TRUE(server.wait_for_log("handler hello: loaded"));
+    const std::string out = run_command("/usr/bin/python3 " + std::string(CSPD_TEST_SOURCE_DIR) +
+                                        "/integration/h2/stall_streams.py " + std::to_string(server.port()) +
+                                        " 8 128 6");
+    json results;
+    ASSERT_NO_THROW(results = json::parse(out)) << out;
+    int resets = 0;
+    for (const auto& connection : results["resets"]) resets += connection.value("CANCEL", 0);
+    EXPECT_EQ(resets, 1024) << out;
+    const std::string text = server.log();
+    std::size_t lines = 0, counted = 0;
+    const std::regex said(R"(HTTP/2: (\d+) stalled stream\(s\) reset)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), said); it != std::sregex_iterator(); ++it) {
+        ++lines;
+        counted += std::stoul((*it)[1]);
+    }
+    EXPECT_GE(lines, 1u) << text;
+    EXPECT_LE(lines, 8u) << text;
+    EXPECT_LE(counted, 1024u);
+    EXPECT_EQ(text.find("HTTP/2 stream"), std::string::npos) << "a line per stream";
+    EXPECT_EQ(fetch(server.port(), "/csp/hello")->status, 200);
 }
 
 TEST_F(Http2, MetricsAndStatusCountByProtocol) {

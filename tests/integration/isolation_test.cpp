@@ -290,6 +290,41 @@ TEST_F(FewCrashes, ExitFromABlockingCallIsACrashOfThatHandler) {
     EXPECT_LE(hello.failed(), dead);
 }
 
+TEST_F(FewCrashes, AVersionWhoseOwnThreadFaultsIsNotLoadedAgainOnceQuarantined) {
+    // Its init starts a thread that faults 300 ms later: every worker that loads it dies. Once
+    // quarantined, the workers that replace them must not load it again (it was a crash loop).
+    HelloWatch hello(server.port());
+    drop("init_thread_fault.so");
+    ASSERT_TRUE(server.wait_for_log("handler init_thread_fault (version of", 30s)) << server.log();
+    ASSERT_TRUE(server.wait_for_log("quarantined in every worker", 5s)) << server.log();
+    EXPECT_TRUE(server.wait_for_log("init_thread_fault.so#", 5s));
+    // Workers that loaded it before the quarantine die within 300 ms of their load; after that,
+    // none does: the restarts stay put over a second.
+    double settled = -1;
+    ASSERT_TRUE(eventually(
+        [&] {
+            const double now = restarts(server);
+            std::this_thread::sleep_for(1s);
+            if (restarts(server) != now) return false;
+            settled = now;
+            return true;
+        },
+        20s))
+        << server.log();
+    EXPECT_TRUE(server.wait_for_log("is quarantined: not loaded in this worker", 5s)) << server.log();
+    // One more worker starts after the quarantine: it leaves the version alone too.
+    ::kill(server.worker_pids().front(), SIGKILL);
+    ASSERT_TRUE(eventually([&] { return restarts(server) > settled; }, 5s));
+    ASSERT_TRUE(eventually([&] { return server.worker_pids().size() == 2; }, 5s));
+    std::this_thread::sleep_for(1s);  // a thread started by its load would have faulted by now
+    EXPECT_EQ(restarts(server), settled + 1) << server.log();
+    EXPECT_EQ(fetch(server.port(), "/csp/init_thread_fault")->status, 503);
+    EXPECT_EQ(handler_status(server, "init_thread_fault").value("state", ""), "quarantined");
+    EXPECT_TRUE(fixed_version_lifts("init_thread_fault"));
+    hello.finish();
+    EXPECT_GT(hello.answered(), 0);
+}
+
 TEST_F(FewCrashes, AFaultOnAThreadOfTheHandlersOwnIsBlamedOnIt) {
     drop("thread_fault.so");
     ASSERT_TRUE(loaded_everywhere("thread_fault"));

@@ -72,6 +72,32 @@ TEST(Lifecycle, SaysWhyWhenThePortIsTaken) {
     EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
+TEST(Lifecycle, ASecondServerOnTheSameAddressRefusesToStartAndTheFirstKeepsEveryConnection) {
+    // The first listens with SO_REUSEPORT, which would let a second one share the port silently
+    // and take part of its connections: the second must stop instead, naming the first.
+    TestServer first({"--workers", "2"}, false);
+    std::filesystem::copy_file(shipped_handler("hello.so"), first.handlers() / "hello.so");
+    first.start();
+    ASSERT_TRUE(first.wait_for_log("handler hello: loaded"));
+    TempDir dir;
+    int code = 0;
+    const std::string out = run_and_capture("--bind 127.0.0.1 --port " + std::to_string(first.port()) +
+                                                " --workers 2 --handlers " + dir.path().string() + " --www " +
+                                                dir.path().string(),
+                                            code);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("cannot listen on [127.0.0.1]:" + std::to_string(first.port()) + ": address in use"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("(pid " + std::to_string(first.pid()) + " (cspd))"), std::string::npos) << out;
+    for (int i = 0; i < 40; ++i) {
+        const auto r = fetch(first.port(), "/csp/hello");
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 200) << i;  // never the second one's 404
+    }
+    EXPECT_EQ(first.stop(), 0);
+}
+
 TEST(Lifecycle, StopsOnSigtermWithExitCodeZero) {
     TestServer server;
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");

@@ -5,6 +5,7 @@
 #include "http_client.hpp"
 #include "command.hpp"
 #include "test_server.hpp"
+#include "temp_dir.hpp"
 
 #include "tls/self_signed.hpp"
 
@@ -128,6 +129,49 @@ TEST_F(Privileges, RefusesToStartWhenTheUserCannotReadTheHandlersFolder) {
     EXPECT_NE(server_->log().find("workers run as nobody, but"), std::string::npos) << server_->log();
 }
 
+TEST_F(Privileges, RefusesALogFolderTheWorkersCanWrite) {
+    // Handler code runs as nobody: in a folder nobody can write it could put a link where the
+    // root master reopens --log-file. Such a folder stops the start, named, with the way out.
+    TempDir dir;
+    std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+    for (const char* folder : {"handlers", "www", "logs"}) std::filesystem::create_directories(dir / folder);
+    ASSERT_EQ(::chown((dir / "logs").c_str(), nobody_uid_, 0), 0);
+    const std::string out = run_command(std::string(CSPD_BINARY) + " --port 0 --bind 127.0.0.1 --user nobody --handlers " +
+                                        (dir / "handlers").string() + " --www " + (dir / "www").string() +
+                                        " --log-file " + (dir / "logs" / "cspd.log").string() + " 2>&1; echo exit=$?");
+    EXPECT_NE(out.find("--log-file's folder " + (dir / "logs").string()), std::string::npos) << out;
+    EXPECT_NE(out.find("can be written by nobody"), std::string::npos) << out;
+    EXPECT_NE(out.find("exit=1"), std::string::npos) << out;
+    EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "cspd.log"));
+}
+
+TEST_F(Privileges, ALinkPlantedWhereTheLogFileWasIsNotFollowedOnReopen) {
+    // After a rotation moved the log away, a link stands at its name: SIGUSR1's reopen refuses
+    // it (O_NOFOLLOW), says so in the old file, and the link's target is left alone.
+    TempDir dir;
+    std::filesystem::create_directories(dir / "logs");
+    const auto log_file = dir / "logs" / "cspd.log";
+    const auto rotated = dir / "logs" / "cspd.log.1";
+    const auto victim = dir / "victim";
+    std::ofstream(victim) << "untouched\n";
+    TestServer server({"--log-file", log_file.string()});
+    std::filesystem::rename(log_file, rotated);
+    std::filesystem::create_symlink(victim, log_file);
+    ASSERT_EQ(::kill(server.pid(), SIGUSR1), 0);
+    const auto rotated_text = [&] {
+        std::ifstream in(rotated);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    EXPECT_TRUE(eventually([&] { return rotated_text().find("SIGUSR1: cannot open log file") != std::string::npos; },
+                           5s))
+        << rotated_text();
+    EXPECT_NE(rotated_text().find("logging on to the old file"), std::string::npos);
+    EXPECT_EQ(fetch(server.port(), "/-/healthy")->status, 200);  // and it serves on
+    std::ifstream in(victim);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), "untouched\n");
+    EXPECT_TRUE(std::filesystem::is_symlink(log_file));
+}
+
 TEST_F(Privileges, AHostileHandlerFindsNoPrivateKeyInItsWorkerAndCannotOpenTheKeyFiles) {
     TempDir open_dir;
     std::filesystem::permissions(open_dir.path(), std::filesystem::perms(0755));
@@ -232,6 +276,9 @@ TEST_F(Privileges, AKilledKeyProcessIsStartedAgainAndHandshakesFailFastMeanwhile
     const pid_t again = key_process_of(server_->pid());
     EXPECT_GT(again, 0);
     EXPECT_NE(again, keys);
+    // And the log says it is back, not only that it went.
+    EXPECT_TRUE(server_->wait_for_log("key process started again as pid " + std::to_string(again)))
+        << server_->log();
 }
 
 }  // namespace

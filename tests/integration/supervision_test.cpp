@@ -91,11 +91,12 @@ TEST(Supervision, AKilledWorkerIsReplacedAndServiceContinues) {
                 }
             }
         });
-    std::this_thread::sleep_for(300ms);
+    EXPECT_TRUE(eventually([&] { return ok >= 20; }, 5s));  // the load is flowing
     const int ok_before_kill = ok;
     ::kill(before.front(), SIGKILL);
     const bool replaced = server.wait_for_log("replaced: serving", 5s);
-    std::this_thread::sleep_for(300ms);
+    const int ok_at_replacement = ok;
+    EXPECT_TRUE(eventually([&] { return ok >= ok_at_replacement + 20; }, 5s));  // and flows on
     stop = true;
     for (auto& t : clients) t.join();
 
@@ -310,7 +311,7 @@ TEST(Supervision, SigtermUnderLoadLosesNoAcceptedRequest) {
                 }
             }
         });
-    std::this_thread::sleep_for(500ms);
+    EXPECT_TRUE(eventually([&] { return answered >= 20; }, 5s));  // the keep-alive load is flowing
     const int before = answered;
     ::kill(server.pid(), SIGTERM);
     std::this_thread::sleep_for(200ms);

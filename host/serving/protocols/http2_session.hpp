@@ -100,6 +100,11 @@ private:
     void route(Http2Stream& s);
     /// The host answers `s` itself: a refusal, in HTTP/1's format like any answer.
     void refuse(Http2Stream& s);
+    /// A request refused as malformed (a stream reset with PROTOCOL_ERROR): an access-log line
+    /// with status 400, as an HTTP/1 server answers such a request.
+    void log_malformed(Http2Stream& s);
+    /// The access log's line for a stream answered (or reset) without being routed.
+    void log_unrouted(const Http2Stream& s, const AnswerFacts& facts);
     /// Reads s.response's head into HEADERS and queues them, with DATA to follow if there is a body.
     void submit(Http2Stream& s);
     void stream_closed(std::int32_t id, std::uint32_t error);
@@ -120,7 +125,8 @@ private:
     void give_up_waiting(Http2Stream& s, const char* why);
     /// A streamed answer is cut (it idled, or ignored back-pressure): its handler hears `reason`, the stream is reset.
     void cut_stream(Http2Stream& s, const char* why, int reason);
-    /// A stream past one of its timeouts is reset (CANCEL), the others go on.
+    /// A stream past one of its timeouts is reset (CANCEL), the others go on; the tick says how
+    /// many, once for the connection.
     void reset_stalled(Http2Stream& s, const char* why);
     /// Tells every streamed answer how much of it still waits here.
     void report_stream_room();
@@ -201,6 +207,12 @@ private:
     std::uint32_t last_write_ = 0;
     std::uint32_t last_stream_ = 0;  // a stream opened or ended
     std::uint32_t last_data_ = 0;    // a DATA frame went out
+    // Stalled streams reset and not yet logged (see on_tick): one line a minute at most.
+    struct Stalls {
+        unsigned windows = 0, requests = 0;
+    } stalls_unsaid_;
+    std::uint32_t stalls_said_at_ = 0;
+    bool stalls_said_ = false;
     std::uint32_t lingering_since_ = 0;
     ResponseFields fields_;          // scratch: the answer's head being read back
     std::vector<nghttp2_nv> nv_;     // scratch: the same as nghttp2 takes it

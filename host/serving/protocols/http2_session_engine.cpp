@@ -122,7 +122,16 @@ struct Http2Session::Callbacks {
 
     static int frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         Http2Session& self = of(user);
-        if (frame->hd.type == NGHTTP2_RST_STREAM) self.count_reset_sent(frame->rst_stream.error_code);
+        if (frame->hd.type == NGHTTP2_RST_STREAM) {
+            self.count_reset_sent(frame->rst_stream.error_code);
+            // nghttp2 refused a malformed request (RFC 9113 §8.1.1: bad or uppercase field names,
+            // bad pseudo-headers, a body unlike its content-length) before it was routed: logged
+            // as the 400 an HTTP/1 server would have answered.
+            if (frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR)
+                if (Http2Stream* s = self.stream(frame->hd.stream_id);
+                    s && !s->head_submitted && !s->pending && !s->request_complete && !s->malformed_logged)
+                    self.log_malformed(*s);
+        }
         if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
             (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
             if (Http2Stream* s = self.stream(frame->hd.stream_id); s && s->reset_when_answered && !s->request_complete)

@@ -15,6 +15,9 @@ namespace cspd {
 namespace {
 // After our last frame, what the client still sends is read and dropped this long at most.
 constexpr std::uint32_t kH2LingerS = 2;
+// A connection's stalled streams are logged at most once in this many seconds, with their count
+// (/metrics counts every reset): a client that stalls streams by the hundred gets no line each.
+constexpr unsigned kStallLogEveryS = 60;
 }  // namespace
 
 bool Http2Session::spend_idle_frame() {
@@ -112,16 +115,23 @@ void Http2Session::on_tick(std::uint32_t now) {
     // for what is the connection's: a header block in progress, its own window, idleness.
     bool connection_window_shut = false;
     const bool connection_window_open = nghttp2_session_get_remote_window_size(session_) > 0;
+    // Said once a tick for the whole connection, with the count: a client can stall many streams
+    // at once, and must not get a log line for each.
+    unsigned stalled_requests = 0, stalled_windows = 0;
     for (auto& [id, s] : streams_) {
         const bool data_waits = s->head_submitted && (s->sent < s->response.size() || s->file.is_open());
         if (!s->request_complete && !s->head_submitted && !s->pending && s->refused == Http2Stream::Refusal::none) {
-            if (passed(s->last_in, config.header_timeout_s)) reset_stalled(*s, "request stopped arriving for --header-timeout");
+            if (passed(s->last_in, config.header_timeout_s)) {
+                reset_stalled(*s, "request stopped arriving for --header-timeout");
+                ++stalled_requests;
+            }
             continue;
         }
         if (data_waits && !connection_window_open) connection_window_shut = true;
         if (data_waits && connection_window_open && nghttp2_session_get_stream_remote_window_size(session_, id) <= 0 &&
             passed(s->last_out, config.send_timeout_s)) {
             reset_stalled(*s, "its flow-control window stayed shut for --send-timeout");
+            ++stalled_windows;
             continue;
         }
         if (!s->pending) continue;
@@ -139,6 +149,17 @@ void Http2Session::on_tick(std::uint32_t now) {
             give_up_waiting(*s, "deferred reply not finished within --pending-timeout");
         }
     }
+    stalls_unsaid_.windows += stalled_windows;
+    stalls_unsaid_.requests += stalled_requests;
+    if (stalled_windows + stalled_requests > 0 && (!stalls_said_ || passed(stalls_said_at_, kStallLogEveryS))) {
+        spdlog::info("client {}:{}: HTTP/2: {} stalled stream(s) reset{}: {} whose flow-control window stayed shut "
+                     "for --send-timeout, {} whose request stopped arriving for --header-timeout",
+                     address_, port_, stalls_unsaid_.windows + stalls_unsaid_.requests,
+                     stalls_said_ ? " since the last such line" : "", stalls_unsaid_.windows, stalls_unsaid_.requests);
+        stalls_said_ = true;
+        stalls_said_at_ = now;
+        stalls_unsaid_ = {};
+    }
     if (connection_window_shut && passed(last_data_, config.send_timeout_s)) {
         spdlog::info("client {}:{}: HTTP/2 connection window shut for --send-timeout; GOAWAY", address_, port_);
         go_away(H2Goaway::stalled, NGHTTP2_NO_ERROR);
@@ -154,7 +175,6 @@ void Http2Session::on_tick(std::uint32_t now) {
 }
 
 void Http2Session::reset_stalled(Http2Stream& s, const char* why) {
-    spdlog::info("client {}:{}: HTTP/2 stream {}: {}; reset", address_, port_, s.id, why);
     if (s.websocket) {
         s.websocket->hang_up();  // resets it, and tells its handler
         return;

@@ -3,6 +3,7 @@
 // DATA frames.
 #include "serving/protocols/http2_session.hpp"
 
+#include "common/ascii.hpp"
 #include "common/clocks.hpp"
 #include "http/response.hpp"
 #include "serving/access_log.hpp"
@@ -132,10 +133,19 @@ void Http2Session::route(Http2Stream& s) {
         s.headers.push_back({"cookie", s.cookie});
     }
     HttpRequest request;
-    // :authority stands for Host (RFC 9113 §8.3.1); a Host field the client sent is kept as it is.
-    const bool has_host = std::any_of(s.headers.begin(), s.headers.end(),
-                                      [](const HttpHeader& header) { return header.name == "host"; });
-    if (!has_host && !s.authority.empty()) s.headers.push_back({"host", s.authority});
+    // :authority stands for Host (RFC 9113 §8.3.1), and a Host field that names another entity
+    // makes the request malformed: a handler that reads Host would trust what no proxy checked.
+    const auto host = std::find_if(s.headers.begin(), s.headers.end(),
+                                   [](const HttpHeader& header) { return header.name == "host"; });
+    if (host != s.headers.end() && !s.authority.empty() && !iequals(host->value, s.authority)) {
+        spdlog::debug("client {}:{}: stream {}: Host {} differs from :authority {}; reset as malformed", address_,
+                      port_, s.id, host->value, s.authority);
+        log_malformed(s);
+        s.head_submitted = true;  // nothing more is sent on it
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_PROTOCOL_ERROR);
+        return;
+    }
+    if (host == s.headers.end() && !s.authority.empty()) s.headers.push_back({"host", s.authority});
     request.method = s.method;
     request.target = s.path;
     request.headers = s.headers;
@@ -195,12 +205,36 @@ void Http2Session::refuse(Http2Stream& s) {
         AnswerFacts facts;
         facts.status = code(status);
         facts.count_sent(s.response);
-        loop_.access->add(client(), nullptr, facts);
+        log_unrouted(s, facts);
     }
     submit(s);
     // RFC 9113 §8.1: the answer came before the whole request; the client is asked, without an
     // error, to stop sending it (after the answer: nghttp2 sends RST_STREAM as soon as it is queued).
     if (!s.request_complete) s.reset_when_answered = true;
+}
+
+void Http2Session::log_malformed(Http2Stream& s) {
+    s.malformed_logged = true;
+    if (loop_.slot) loop_.router.count_response(HttpStatus::bad_request);
+    if (!loop_.access) return;
+    AnswerFacts facts;
+    facts.status = code(HttpStatus::bad_request);
+    log_unrouted(s, facts);
+}
+
+void Http2Session::log_unrouted(const Http2Stream& s, const AnswerFacts& facts) {
+    // What the stream had of a request: its line, as far as it came, and the fields the log shows.
+    HttpRequest request;
+    request.method = s.method;
+    request.target = s.path;
+    request.http_major = 2;
+    request.http_minor = 0;
+    HttpHeader shown[2];
+    std::size_t count = 0;
+    for (const HttpHeader& header : s.headers)
+        if (count < 2 && (header.name == "user-agent" || header.name == "referer")) shown[count++] = header;
+    request.headers = std::span<const HttpHeader>(shown, count);
+    loop_.access->add(client(), &request, facts);
 }
 
 void Http2Session::submit(Http2Stream& s) {

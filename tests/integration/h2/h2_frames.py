@@ -545,6 +545,19 @@ def _():
     return expect(c.response(1)[0] == 200, "served")
 
 
+@case("8.3.1.host-unlike-authority-is-malformed")
+def _():
+    # A handler reads Host: one that names another entity than :authority must not reach it.
+    return malformed(BASE + [("host", "elsewhere.example")])
+
+
+@case("8.3.1.host-like-authority-is-served")
+def _():
+    c = Conn()
+    c.send(c.request(1, fields=BASE + [("host", "LocalHost")]))
+    return expect(c.response(1)[0] == 200, "served")
+
+
 @case("8.3.missing-method")
 def _():
     return malformed([(":scheme", "http"), (":path", "/csp/hello"), (":authority", "localhost")])
