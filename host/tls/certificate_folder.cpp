@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace cspd {
@@ -13,23 +14,65 @@ struct Found {
     std::filesystem::path pem, crt, key;
 };
 
-bool stamp_of(const std::filesystem::path& path, std::int64_t& mtime_ns, std::uintmax_t& size, std::uintmax_t& inode) {
+bool stamp_of(const std::filesystem::path& path, std::int64_t& mtime_ns, std::uintmax_t& size, std::uintmax_t& inode,
+              unsigned& mode) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return false;
     mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     size = static_cast<std::uintmax_t>(st.st_size);
     inode = st.st_ino;
+    mode = static_cast<unsigned>(st.st_mode & 07777);
     return true;
+}
+/// Why the file holding a private key must not serve, or empty: any account can read it
+/// (handler code runs as one), which would make the key process pointless. Judged on the file
+/// itself, through links (as sshd judges a key file).
+std::string key_exposure(const std::filesystem::path& file) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !(st.st_mode & (S_IROTH | S_IWOTH))) return {};
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "its private key " + file.filename().string() + " can be read by any account (mode " + mode +
+           "), handler code included: chmod 600 " + file.string();
+}
+/// certbot's layout: a folder per name (live/NAME/) holding fullchain.pem and privkey.pem (links
+/// into ../../archive/, followed), beside cert.pem and chain.pem, which add nothing to them.
+bool certbot_pair(const std::filesystem::path& folder, Found& into) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(folder / "fullchain.pem", ec) ||
+        !std::filesystem::is_regular_file(folder / "privkey.pem", ec))
+        return false;
+    into.crt = folder / "fullchain.pem";
+    into.key = folder / "privkey.pem";
+    return true;
+}
+
+bool certbot_file(const std::string& file) {
+    return file == "fullchain.pem" || file == "privkey.pem" || file == "cert.pem" || file == "chain.pem";
 }
 }  // namespace
 
 bool CertificateFolder::rescan(std::int64_t now) {
     std::map<std::string, Found> found;  // by NAME, so entries come out sorted
+    // --certs may be certbot's live/NAME/ itself: its certificate takes the folder's name.
+    Found here;
+    const bool certbot_folder = certbot_pair(dir_, here);
+    if (certbot_folder) {
+        std::string name = dir_.filename().string();
+        if (name.empty()) name = dir_.parent_path().filename().string();  // "live/site/"
+        found[name.empty() ? "default" : name] = here;
+    }
     std::error_code ec;
     for (const auto& item : std::filesystem::directory_iterator(dir_, ec)) {
         const std::filesystem::path& path = item.path();
         const std::string file = path.filename().string();
-        if (file.empty() || file.front() == '.' || !item.is_regular_file(ec)) continue;
+        if (file.empty() || file.front() == '.') continue;
+        if (item.is_directory(ec)) {
+            // Or certbot's live/: a folder per name.
+            if (Found pair; certbot_pair(path, pair)) found[file] = pair;
+            continue;
+        }
+        if (!item.is_regular_file(ec) || (certbot_folder && certbot_file(file))) continue;
         const std::string ext = path.extension().string();
         const std::string stem = path.stem().string();
         if (ext == ".pem") found[stem].pem = path;
@@ -52,16 +95,22 @@ bool CertificateFolder::rescan(std::int64_t now) {
         const auto old = std::find_if(tracked_.begin(), tracked_.end(), [&](const Tracked& t) { return t.entry.name == name; });
         if (old != tracked_.end()) tracked = std::move(*old);
         tracked.entry.name = name;
-        tracked.entry.file = single ? chain.filename().string() : chain.filename().string() + "+" + key.filename().string();
+        // As the folder's own path names it: NAME/fullchain.pem+NAME/privkey.pem for certbot's live/.
+        const auto shown = [&](const std::filesystem::path& path) { return path.lexically_relative(dir_).string(); };
+        tracked.entry.file = single ? shown(chain) : shown(chain) + "+" + shown(key);
         Stamp pem_stamp, key_stamp;
-        if (!stamp_of(chain, pem_stamp.mtime_ns, pem_stamp.size, pem_stamp.inode) ||
-            (!single && !stamp_of(key, key_stamp.mtime_ns, key_stamp.size, key_stamp.inode)))
+        if (!stamp_of(chain, pem_stamp.mtime_ns, pem_stamp.size, pem_stamp.inode, pem_stamp.mode) ||
+            (!single && !stamp_of(key, key_stamp.mtime_ns, key_stamp.size, key_stamp.inode, key_stamp.mode)))
             continue;  // gone since the listing
         const bool fresh = old == tracked_.end() || !(tracked.pem == pem_stamp) || !(tracked.key == key_stamp);
         if (fresh) {
             tracked.pem = pem_stamp;
             tracked.key = key_stamp;
-            LoadedCertificate loaded = load_certificate(chain, key, now);
+            LoadedCertificate loaded;
+            if (std::string exposed = key_exposure(single ? chain : key); !exposed.empty())
+                loaded.refusal = std::move(exposed);
+            else
+                loaded = load_certificate(chain, key, now);
             if (loaded.certificate) {
                 const bool same = tracked.entry.serving && tracked.entry.serving->sha256 == loaded.certificate->sha256 &&
                                   tracked.entry.refusal.empty();

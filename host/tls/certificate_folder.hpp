@@ -1,5 +1,7 @@
 // The --certs folder as certificates: NAME.pem (key and chain in one file, so one rename
-// replaces both) and NAME.crt + NAME.key pairs (as certbot and lego write them). rescan()
+// replaces both), NAME.crt + NAME.key pairs (as lego writes them), and certbot's layout as it is:
+// --certs pointing at live/ (a folder NAME/ per certificate) or at one live/NAME/, each with
+// fullchain.pem + privkey.pem, links into ../../archive/ that are followed. rescan()
 // looks at the files again and reloads the ones whose stamp changed; a file that cannot
 // serve is refused with its reason, and the last good certificate loaded from it keeps
 // serving, so a half-written or mismatched update is never an outage. Files whose names
@@ -42,6 +44,7 @@ private:
         std::int64_t mtime_ns = 0;
         std::uintmax_t size = 0;
         std::uintmax_t inode = 0;
+        unsigned mode = 0;  // a chmod is a change: a key refused for its mode serves once fixed
         bool operator==(const Stamp&) const = default;
     };
     struct Tracked {

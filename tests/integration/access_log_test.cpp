@@ -148,7 +148,7 @@ TEST(AccessLogOverSockets, PendingAndStreamedAnswersAreLoggedWhenTheyEndAndALeft
     {
         HttpClient leaving(server.port());
         leaving.send("GET /csp/later/never HTTP/1.1\r\nHost: h\r\n\r\n");
-        std::this_thread::sleep_for(200ms);
+        std::this_thread::sleep_for(200ms);  // it stays that long: its line's duration says so
     }  // gone before its answer
     const auto overdue = fetch(server.port(), "/csp/later/never?overdue");  // 504 past --pending-timeout
     ASSERT_TRUE(overdue);

@@ -66,7 +66,8 @@ TEST(Dashboard, LoadsOverHttpsWithHttp2AndListsTheCertificateServing) {
     run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + (certs / "k").string() +
             " -out " + (certs / "c").string() +
             " -days 30 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>&1 && cat " +
-            (certs / "k").string() + " " + (certs / "c").string() + " > " + pem.string() + " && rm " +
+            (certs / "k").string() + " " + (certs / "c").string() + " > " + pem.string() + " && chmod 600 " +
+            pem.string() + " && rm " +
             (certs / "k").string() + " " + (certs / "c").string(),
         status);
     ASSERT_EQ(status, 0);

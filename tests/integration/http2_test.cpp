@@ -171,7 +171,7 @@ TEST_F(Http2, DrainSendsGoawayAndFinishesOpenStreams) {
         return curl("--http2-prior-knowledge -w ' %{http_version} %{http_code}' http://127.0.0.1:" +
                     std::to_string(server_->port()) + "/csp/later/timer?ms=1500");
     });
-    std::this_thread::sleep_for(500ms);
+    ASSERT_TRUE(eventually([&] { return metric(server_->port(), "cspd_replies_owed") >= 1; }, 5s));  // in flight
     ::kill(server_->pid(), SIGTERM);
     const std::string got = answer.get();
     EXPECT_NE(got.find("from a timer"), std::string::npos) << got;

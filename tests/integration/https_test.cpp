@@ -48,8 +48,10 @@ json python_client(unsigned short port, const std::string& args) {
     }
 }
 
+/// Readable by its owner alone, as a private key must be (a key any account can read is refused).
 void write_file(const std::filesystem::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 /// Writes `text` beside `path` and renames it over `path`: one atomic replacement.
@@ -292,6 +294,79 @@ TEST_F(Https, UnusableFilesAreRefusedWithTheirReasonWhileTheOldOneServes) {
     replace_file(certs() / "site.pem", certificate_for({}, "nameless"));
     ASSERT_TRUE(server_->wait_for_log("site.pem: refused: no subjectAltName")) << server_->log();
     EXPECT_EQ(served_fingerprint("site.test"), good_print);
+}
+
+/// certbot's tree for `name` under `root`: archive/NAME/*1.pem, and live/NAME/*.pem links to them.
+void certbot_tree(const std::filesystem::path& root, const std::string& name, const std::string& pem) {
+    const std::size_t cert_at = pem.find("-----BEGIN CERTIFICATE-----");
+    const auto archive = root / "archive" / name;
+    const auto live = root / "live" / name;
+    std::filesystem::create_directories(archive);
+    std::filesystem::create_directories(live);
+    write_file(archive / "privkey1.pem", pem.substr(0, cert_at));
+    write_file(archive / "cert1.pem", pem.substr(cert_at));
+    write_file(archive / "chain1.pem", "");
+    write_file(archive / "fullchain1.pem", pem.substr(cert_at));
+    for (const char* file : {"privkey", "cert", "chain", "fullchain"})
+        std::filesystem::create_symlink(std::filesystem::path("../../archive") / name / (std::string(file) + "1.pem"),
+                                        live / (std::string(file) + ".pem"));
+    std::ofstream(root / "live" / "README") << "This directory contains your keys and certificates.\n";
+}
+
+TEST_F(Https, CertbotsLiveFolderServesAsCertbotLeavesIt) {
+    // --certs pointing at live/: a folder per name, links into ../../archive/ followed.
+    const std::string site = certificate_for({"DNS:site.test"}, "site");
+    const std::string other = certificate_for({"DNS:other.test"}, "other");
+    certbot_tree(dir_.path(), "site.test", site);
+    certbot_tree(dir_.path(), "other.test", other);
+    std::filesystem::remove(certs());
+    std::filesystem::create_directory_symlink(dir_ / "live", dir_ / "certs");
+    start();
+    EXPECT_EQ(served_fingerprint("site.test"), fingerprint_of(site, dir_)) << server_->log();
+    EXPECT_EQ(served_fingerprint("other.test"), fingerprint_of(other, dir_));
+    EXPECT_TRUE(server_->wait_for_log("certificate site.test/fullchain.pem+site.test/privkey.pem: serving site.test"))
+        << server_->log();
+    EXPECT_EQ(server_->log().find("refused"), std::string::npos) << server_->log();
+}
+
+TEST_F(Https, CertbotsFolderForOneNameServesToo) {
+    // --certs pointing at live/NAME/: its fullchain.pem and privkey.pem; cert.pem and chain.pem
+    // beside them are not certificates of their own.
+    const std::string site = certificate_for({"DNS:site.test"}, "site");
+    certbot_tree(dir_.path(), "site.test", site);
+    std::filesystem::remove(certs());
+    std::filesystem::create_directory_symlink(dir_ / "live" / "site.test", dir_ / "certs");
+    start();
+    EXPECT_EQ(served_fingerprint("site.test"), fingerprint_of(site, dir_)) << server_->log();
+    EXPECT_TRUE(server_->wait_for_log("certificate fullchain.pem+privkey.pem: serving site.test")) << server_->log();
+    EXPECT_EQ(server_->log().find("refused"), std::string::npos) << server_->log();
+}
+
+TEST_F(Https, AKeyAnyAccountCanReadIsRefusedWithItsModeUntilFixed) {
+    // Handler code runs as some account: a key it could read would make the key process pointless.
+    write_file(certs() / "default.pem", certificate_for({"DNS:localhost"}));
+    start();
+    const auto open = certs() / "open.pem";
+    const std::string open_pem = certificate_for({"DNS:open.test"}, "open");
+    write_file(open, open_pem);
+    std::filesystem::permissions(open, std::filesystem::perms(0644));
+    ASSERT_TRUE(server_->wait_for_log("open.pem: refused: its private key open.pem can be read by any account (mode "
+                                      "0644), handler code included: chmod 600 " + open.string()))
+        << server_->log();
+    EXPECT_NE(served_fingerprint("open.test"), fingerprint_of(open_pem, dir_));
+    // A pair: the key file is judged.
+    const std::string pair = certificate_for({"DNS:pair.test"}, "pair");
+    const std::size_t cert_at = pair.find("-----BEGIN CERTIFICATE-----");
+    write_file(certs() / "pair.crt", pair.substr(cert_at));
+    write_file(certs() / "pair.key", pair.substr(0, cert_at));
+    std::filesystem::permissions(certs() / "pair.key", std::filesystem::perms(0604));
+    ASSERT_TRUE(server_->wait_for_log("pair.crt+pair.key: refused: its private key pair.key can be read by any account "
+                                      "(mode 0604)"))
+        << server_->log();
+    // The fix it names is enough: a chmod, and the file serves.
+    std::filesystem::permissions(open, std::filesystem::perms(0600));
+    EXPECT_TRUE(eventually([&] { return served_fingerprint("open.test") == fingerprint_of(open_pem, dir_); }, 5s))
+        << server_->log();
 }
 
 TEST_F(Https, PlainHttpToTheHttpsPortGetsAClearTextBadRequest) {

@@ -31,7 +31,8 @@ TEST(Testssl, FindsNothingHighOrCriticalAndOnlyTls12And13) {
                        "test.crl\\nextendedKeyUsage=serverAuth\\nkeyUsage=critical,digitalSignature\\n' > ext && "
                        "openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 -extfile ext "
                        "-out leaf.pem > /dev/null 2>&1 && cat leaf.key leaf.pem > " +
-                       (certs / "default.pem").string() + " && echo made"),
+                       (certs / "default.pem").string() + " && chmod 600 " + (certs / "default.pem").string() +
+                       " && echo made"),
               "made\n");
     TestServer server({"--workers", "2", "--tls-port", "0", "--certs", certs.string()});
     const unsigned short tls_port = server.tls_port();
