@@ -259,6 +259,7 @@ TEST_F(Privileges, AKilledKeyProcessIsStartedAgainAndHandshakesFailFastMeanwhile
     SelfSignedSpec spec;
     spec.alt_names = {"DNS:localhost"};
     std::ofstream(certs / "default.pem") << make_self_signed_pem(spec);
+    ::chmod((certs / "default.pem").c_str(), 0600);  // a key any account could read is refused
     start({"--user", "nobody", "--workers", "1", "--tls-port", "0", "--certs", certs.string()});
     server_->start();
     const std::string url = "https://127.0.0.1:" + std::to_string(server_->tls_port()) + "/";
