@@ -102,7 +102,7 @@ private:
     void refuse(Http2Stream& s);
     /// A request refused as malformed (a stream reset with PROTOCOL_ERROR): an access-log line
     /// with status 400, as an HTTP/1 server answers such a request.
-    void log_malformed(Http2Stream& s);
+    void log_malformed(const Http2Stream& s);
     /// The access log's line for a stream answered (or reset) without being routed.
     void log_unrouted(const Http2Stream& s, const AnswerFacts& facts);
     /// Reads s.response's head into HEADERS and queues them, with DATA to follow if there is a body.

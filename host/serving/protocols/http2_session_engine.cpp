@@ -129,7 +129,7 @@ struct Http2Session::Callbacks {
             // as the 400 an HTTP/1 server would have answered.
             if (frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR)
                 if (Http2Stream* s = self.stream(frame->hd.stream_id);
-                    s && !s->head_submitted && !s->pending && !s->request_complete && !s->malformed_logged)
+                    s && !s->head_submitted && !s->pending && !s->request_complete)
                     self.log_malformed(*s);
         }
         if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&

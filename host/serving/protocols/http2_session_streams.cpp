@@ -213,8 +213,7 @@ void Http2Session::refuse(Http2Stream& s) {
     if (!s.request_complete) s.reset_when_answered = true;
 }
 
-void Http2Session::log_malformed(Http2Stream& s) {
-    s.malformed_logged = true;
+void Http2Session::log_malformed(const Http2Stream& s) {
     if (loop_.slot) loop_.router.count_response(HttpStatus::bad_request);
     if (!loop_.access) return;
     AnswerFacts facts;

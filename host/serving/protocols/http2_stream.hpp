@@ -82,7 +82,6 @@ struct Http2Stream {
     std::uint32_t last_out = 0;                ///< coarse ms: the answer's last DATA out (the send timeout)
     std::int64_t began_ns = 0;                 ///< monotonic, for the access log
     bool head_submitted = false;               ///< the HEADERS frame is queued
-    bool malformed_logged = false;             ///< refused as malformed, and access-logged as such
     bool stream_ended = false;                 ///< a streamed answer is complete: DATA ends with its bytes
     bool data_deferred = false;                ///< nghttp2 waits (NGHTTP2_ERR_DEFERRED) for more bytes
     bool head_request = false;
