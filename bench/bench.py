@@ -343,16 +343,17 @@ def run_ab(server, endpoint):
 
 # --- extra measurements -------------------------------------------------------------
 
-def idle_connection_rss(server, count):
-    """RSS growth per idle keep-alive connection: `count` clients each make one request, then idle."""
+def idle_connection_rss(server, count, port=None, request=b"GET /csp/hello HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                        answered_by=lambda received: b"\r\n\r\n" in received, then=b""):
+    """RSS growth per idle connection: `count` clients each send `request` (HTTP/1.1 by default) to
+    `port` (the server's), read until `answered_by` says the answer came, send `then`, and idle."""
     base = server.rss_kib()
     sel = selectors.DefaultSelector()
     socks, pending = [], {}
-    request = b"GET /csp/hello HTTP/1.1\r\nHost: localhost\r\n\r\n"
     for _ in range(count):
         s = socket.socket()
         s.setblocking(False)
-        s.connect_ex(("127.0.0.1", server.port))
+        s.connect_ex(("127.0.0.1", port or server.port))
         socks.append(s)
         sel.register(s, selectors.EVENT_WRITE)
         pending[s] = b""
@@ -365,9 +366,11 @@ def idle_connection_rss(server, count):
                 s.send(request)
                 sel.modify(s, selectors.EVENT_READ)
             else:
-                data = s.recv(4096)
+                data = s.recv(65536)
                 pending[s] += data
-                if b"\r\n\r\n" in pending[s] or not data:
+                if answered_by(pending[s]) or not data:
+                    if then:
+                        s.send(then)
                     sel.unregister(s)
                     answered += 1
     time.sleep(3)  # idle long enough for servers that release per-connection buffers

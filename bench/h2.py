@@ -5,16 +5,20 @@ Each server gets one worker / one event loop pinned to CPU 0 (cspd's master and 
 and their CPU counts); h2load runs pinned to CPU 1; loopback only. For each transport (h2 over
 TLS with the same ECDSA P-256 certificate, h2c with prior knowledge), each endpoint (/csp/hello,
 /csp/xpng) and each depth (-m 1 and -m 32 streams per connection, 16 connections), servers
-alternating within each round: req/s and server CPU per request; medians over the rounds.
+alternating within each round: req/s and server CPU per request; medians over the rounds. Then
+the bytes an idle h2c connection costs each server: --idle-connections clients each ask for
+/csp/hello once and stay open; the server's RSS growth divided by them.
 
     python3 bench/h2.py [--cspd build/cspd] [--handlers build/handlers] [--seconds 5] [--rounds 3]
-                        [--only cspd,nginx,h2o] [--out bench/results]
+                        [--only cspd,nginx,h2o] [--idle-connections 2000] [--out bench/results]
+                        [--baseline OTHER_CSPD[:ITS_HANDLERS]]   (an earlier build, same rounds)
 """
 import argparse
 import json
 import re
 import shutil
 import statistics
+import struct
 import subprocess
 from pathlib import Path
 
@@ -52,8 +56,8 @@ class Server(bench.Server):
 
 
 class Cspd(Server):
-    def __init__(self, port, work, binary, handlers, certs):
-        super().__init__("cspd", port, work)
+    def __init__(self, port, work, binary, handlers, certs, name="cspd"):
+        super().__init__(name, port, work)
         self.binary, self.handlers, self.certs = binary, handlers, certs
 
     def command(self):
@@ -145,6 +149,37 @@ def h2load(server, transport, path, depth, seconds):
             "count": done, "failed": failed}
 
 
+def h2c_hello_request():
+    """The client's preface, an empty SETTINGS and GET /csp/hello on stream 1, in HPACK without
+    indexing (no encoder needed): one write."""
+    def literal(index, value):
+        return bytes([index]) + bytes([len(value)]) + value  # literal, not indexed; short values only
+    block = bytes([0x82, 0x86]) + literal(0x04, b"/csp/hello") + literal(0x01, b"localhost")  # GET, http
+    headers = struct.pack(">I", len(block))[1:] + bytes([0x1, 0x5]) + struct.pack(">I", 1) + block
+    return b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + headers
+
+
+def answered_h2c(received):
+    """Whether `received` holds stream 1's END_STREAM (HEADERS or DATA), frame by frame."""
+    at = 0
+    while at + 9 <= len(received):
+        length = int.from_bytes(received[at:at + 3], "big")
+        kind, flags, stream = received[at + 3], received[at + 4], int.from_bytes(received[at + 5:at + 9], "big")
+        if at + 9 + length > len(received):
+            return False
+        if stream == 1 and kind in (0x0, 0x1) and flags & 0x1:
+            return True
+        at += 9 + length
+    return False
+
+
+def idle_h2c_rss(server, count):
+    """RSS growth per idle h2c connection: `count` clients each ask for /csp/hello once, then idle
+    (the server's SETTINGS acknowledged, as a browser does)."""
+    return bench.idle_connection_rss(server, count, port=server.port + 100, request=h2c_hello_request(),
+                                     answered_by=answered_h2c, then=b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cspd", type=Path, default=ROOT / "build" / "cspd")
@@ -152,7 +187,10 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="cspd,nginx,h2o")
+    parser.add_argument("--idle-connections", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
+                        help="an earlier cspd (and its handlers) measured beside this one, same rounds")
     args = parser.parse_args()
 
     work = work_folder("cspd-h2-bench-")
@@ -161,6 +199,13 @@ def main():
     wanted = args.only.split(",")
     servers = [s for s in [Cspd(18950, work, args.cspd.resolve(), args.handlers.resolve(), certs),
                            Nginx(18951, work, key, crt, www), H2o(18952, work, key, crt, www)] if s.name in wanted]
+    if args.baseline:
+        binary, _, own_handlers = args.baseline.partition(":")
+        before = work / "handlers-before"  # a folder of its own: each server watches its own
+        before.mkdir()
+        for name in ("hello.so", "xpng.so"):
+            shutil.copy(Path(own_handlers or args.handlers) / name, before / name)
+        servers.append(Cspd(18953, work, Path(binary).resolve(), before, certs, name="cspd-before"))
     cases = [(t, p, d) for t in TRANSPORTS for p in ("/csp/hello", "/csp/xpng") for d in DEPTHS]
     raw = {s.name: {f"{t} {p} -m{d}": [] for t, p, d in cases} for s in servers}
     try:
@@ -174,6 +219,11 @@ def main():
                     print(f"round {round_ + 1} {server.name:6} {transport:4} {path:11} -m{depth:<3} "
                           f"{result['per_s']:10.0f} req/s  {result['cpu_us'] or 0:6.2f} µs CPU each"
                           f"{'' if result['failed'] == 0 else '  FAILED ' + str(result['failed'])}", flush=True)
+        idle = {}
+        for server in servers if args.idle_connections else []:
+            idle[server.name] = idle_h2c_rss(server, args.idle_connections)
+            print(f"idle h2c {server.name:6} {idle[server.name]['bytes_per_connection']:8.0f} B/connection "
+                  f"({idle[server.name]['answered']} answered)", flush=True)
     finally:
         for server in servers:
             server.stop()
@@ -185,23 +235,29 @@ def main():
     names = [s.name for s in servers]
     lines = ["| case | " + " | ".join(f"{n} req/s | {n} CPU µs/req" for n in names) + " |",
              "|---" * (1 + 2 * len(names)) + "|"]
+    if not args.rounds:  # --rounds 0: the idle measurement alone
+        cases, lines = [], []
     for transport, path, depth in cases:
         case = f"{transport} {path} -m{depth}"
         cells = []
         for n in names:
             cells += [f"{median(n, case, 'per_s'):,.0f}", f"{median(n, case, 'cpu_us'):.2f}"]
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
-    if "cspd" in names and len(names) > 1:
+    if "cspd" in names and len(names) > 1 and cases:
         lines.append("")
         for transport, path, depth in cases:
             case = f"{transport} {path} -m{depth}"
             leanest = min((n for n in names if n != "cspd"), key=lambda n: median(n, case, "cpu_us"))
             lines.append(f"- {case}: cspd CPU/request {median('cspd', case, 'cpu_us') / median(leanest, case, 'cpu_us'):.2f}× "
                          f"the leanest peer's ({leanest})")
+    if idle:
+        lines += ["", f"Idle h2c connections ({args.idle_connections:,} open, one GET each): server RSS growth per connection", ""]
+        lines += [f"- {n}: {v['bytes_per_connection']:,.0f} B ({v['answered']} answered)" for n, v in idle.items()]
     report = "\n".join(lines)
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "h2.json").write_text(json.dumps({"raw": raw, "seconds": args.seconds, "rounds": args.rounds}, indent=1))
+    (args.out / "h2.json").write_text(json.dumps({"raw": raw, "idle": idle, "seconds": args.seconds, "rounds": args.rounds},
+                                                 indent=1))
     (args.out / "h2.md").write_text(report + "\n")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -1,5 +1,6 @@
 #include "cli/command_line.hpp"
 
+#include "compression/compression_policy.hpp"
 #include "stats/shared_stats.hpp"
 
 #include <CLI/CLI.hpp>
@@ -48,7 +49,8 @@ struct Readings {
     std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder, access_log,
         access_log_format = "combined", certs_dir;
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
-         insecure_handlers = false;
+         insecure_handlers = false, no_compress = false;
+    std::string compress_encodings = "zstd,br,gzip", compress_types;  // empty types: the default list
 
     void apply(Config& config) const {
         if (single_process) config.workers = 0;
@@ -57,7 +59,7 @@ struct Readings {
         config.log_file = log_file;
         config.access_log = access_log;
         config.access_log_format = access_log_format == "json" ? AccessLogFormat::json : AccessLogFormat::combined;
-        config.upload_dir = upload_dir;
+        config.connection.upload_dir = upload_dir;
         config.strict_handler_modes = !insecure_handlers;
         config.vet_handlers = !no_vetting;
         config.rollback = !no_rollback;
@@ -67,6 +69,25 @@ struct Readings {
         config.handlers_dir = handlers_dir;
         config.www_dir = www_dir;
         config.certs_dir = certs_dir;
+        config.compression.encodings.clear();
+        if (!no_compress)
+            for (const std::string& name : comma_list(compress_encodings))
+                if (const auto coding = coding_named(name); coding && *coding != ContentCoding::identity)
+                    config.compression.encodings.push_back(*coding);
+        if (!compress_types.empty()) config.compression.types = comma_list(compress_types);
+    }
+
+    static std::vector<std::string> comma_list(std::string_view text) {
+        std::vector<std::string> items;
+        while (!text.empty()) {
+            const std::size_t comma = text.find(',');
+            std::string_view item = text.substr(0, comma);
+            while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+            while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+            if (!item.empty()) items.emplace_back(item);
+            text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+        }
+        return items;
     }
 };
 
@@ -76,8 +97,11 @@ const CLI::Range kTimeoutRange(0u, 20u * 86400u, "at most 20 days");
 void add_serving_options(CLI::App& app, Config& config, Readings& read) {
     const char* group = "Serving";
     app.add_option("--port", config.port, "TCP port (0: any free port, logged)")->capture_default_str()->group(group);
-    app.add_option("--bind", config.bind_address, "address to listen on (IPv4 or IPv6)")
+    app.add_option("--bind", config.binds,
+                   "address to listen on; again for each further one (an IPv6 address, e.g. [::], is IPv6 only: "
+                   "--bind 0.0.0.0 --bind [::] for both families)")
         ->capture_default_str()
+        ->allow_extra_args(false)
         ->group(group);
     app.add_option("--handlers", read.handlers_dir, "folder watched for NAME.so handlers")
         ->capture_default_str()
@@ -118,32 +142,38 @@ void add_tls_options(CLI::App& app, Config& config, Readings& read) {
                  "(for trying HTTPS out)")
         ->needs(tls_port)
         ->group(group);
-    app.add_flag("--no-http2", [&config](std::int64_t) { config.http2 = false; },
+    app.add_flag("--no-http2", [&config](std::int64_t) { config.connection.http2.enabled = false; },
                  "serve HTTP/1.1 only: no h2 by ALPN on --tls-port, no h2c (prior knowledge) on --port")
         ->group(group);
-    app.add_option("--h2-max-streams", config.h2_max_streams,
+    app.add_option("--h2-max-streams", config.connection.http2.max_streams,
                    "HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS)")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000u))
         ->group(group);
-    app.add_option("--ws-max-message", config.ws_max_message,
+    app.add_option("--h2-answer-budget", config.connection.http2.answer_budget,
+                   "bytes of built answers one HTTP/2 connection may hold while its client's windows keep them "
+                   "unsent; past it, its next requests wait unrouted until some of those bytes are out")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(64 * 1024), std::size_t(1) << 32))
+        ->group(group);
+    app.add_option("--ws-max-message", config.connection.websocket.max_message,
                    "a WebSocket message (reassembled, or published) may be this many bytes; past it the "
                    "conversation is closed with 1009")
         ->capture_default_str()
         ->check(CLI::Range(std::size_t(1), std::size_t(1) << 30))
         ->group(group);
-    app.add_option("--ws-ping-interval", config.ws_ping_interval_s,
+    app.add_option("--ws-ping-interval", config.connection.websocket.ping_interval_s,
                    "a WebSocket peer that sent nothing this long is pinged, and closed if it sends nothing for "
                    "as long again, s (0: no pings)")
         ->capture_default_str()
         ->check(CLI::Range(0u, 86400u))
         ->group(group);
-    app.add_option("--ws-idle-timeout", config.ws_idle_timeout_s,
+    app.add_option("--ws-idle-timeout", config.connection.websocket.idle_timeout_s,
                    "a WebSocket peer that sent nothing (not even a pong) this long is closed with 1001, s (0: never)")
         ->capture_default_str()
         ->check(CLI::Range(0u, 20u * 86400u))
         ->group(group);
-    app.add_flag("--no-ws-deflate", [&config](std::int64_t) { config.ws_deflate = false; },
+    app.add_flag("--no-ws-deflate", [&config](std::int64_t) { config.connection.websocket.deflate = false; },
                  "never compress WebSocket messages (permessage-deflate is otherwise accepted when a client offers it)")
         ->group(group);
     app.add_flag("--https-redirect", config.https_redirect,
@@ -187,29 +217,29 @@ void add_process_options(CLI::App& app, Config& config, Readings& read) {
 
 void add_request_limits(CLI::App& app, Config& config, Readings& read) {
     const char* group = "Requests";
-    app.add_option("--max-body", config.max_body_bytes, "largest request body, bytes (larger: 413)")
+    app.add_option("--max-body", config.connection.max_body_bytes, "largest request body, bytes (larger: 413)")
         ->capture_default_str()
         ->group(group);
-    app.add_option("--body-memory", config.body_memory_bytes,
+    app.add_option("--body-memory", config.connection.memory_body_bytes,
                    "bodies larger than this, bytes (up to --max-body), are written to a temporary file as they "
                    "arrive and handed to handlers mapped from it (0: all in memory)")
         ->capture_default_str()
         ->group(group);
-    app.add_option("--min-body-rate", config.min_body_rate,
+    app.add_option("--min-body-rate", config.connection.min_body_rate,
                    "a request body must keep arriving at this rate, measured over each --header-timeout, or the "
                    "client gets 408 and is closed (it would hold its share of the upload folder), bytes/s (0: any)")
         ->capture_default_str()
         ->group(group);
     app.add_option("--upload-dir", read.upload_dir, "where those files go (default: TMPDIR, or /tmp)")->group(group);
-    app.add_option("--keepalive-timeout", config.keepalive_timeout_s, "idle keep-alive connections close after this, s")
+    app.add_option("--keepalive-timeout", config.connection.keepalive_timeout_s, "idle keep-alive connections close after this, s")
         ->capture_default_str()
         ->check(kTimeoutRange)
         ->group(group);
-    app.add_option("--header-timeout", config.header_timeout_s, "a request must arrive whole within this, s")
+    app.add_option("--header-timeout", config.connection.header_timeout_s, "a request must arrive whole within this, s")
         ->capture_default_str()
         ->check(kTimeoutRange)
         ->group(group);
-    app.add_option("--send-timeout", config.send_timeout_s,
+    app.add_option("--send-timeout", config.connection.send_timeout_s,
                    "a client that takes none of the response owed to it for this long is closed, s")
         ->capture_default_str()
         ->check(CLI::Range(1u, 20u * 86400u, "1 s to 20 days"))
@@ -217,12 +247,44 @@ void add_request_limits(CLI::App& app, Config& config, Readings& read) {
     app.add_option("--max-connections", config.max_connections, "open connections at most; past it, new ones get 503")
         ->capture_default_str()
         ->group(group);
-    app.add_option("--max-header-size", config.max_head_bytes,
+    app.add_option("--max-header-size", config.connection.max_head_bytes,
                    "request line + headers, bytes (larger: 431, or 414 for the URL)")
         ->capture_default_str()
         ->group(group);
     app.add_flag("--request-id-header", config.request_id_header,
                  "send each request's id back as X-Request-Id (the client's own when sane, else a new one)")
+        ->group(group);
+}
+
+void add_compression_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Compression";
+    app.add_flag("--no-compress", read.no_compress, "send handler answers as they are, never compressed")->group(group);
+    app.add_option("--compress-encodings", read.compress_encodings,
+                   "codings offered, most preferred first: among those a client accepts with equal q, the first "
+                   "here is sent")
+        ->capture_default_str()
+        ->check([](const std::string& text) -> std::string {
+            const auto items = Readings::comma_list(text);
+            if (items.empty()) return "name at least one of zstd, br, gzip (or --no-compress)";
+            for (const std::string& name : items)
+                if (const auto coding = coding_named(name); !coding || *coding == ContentCoding::identity)
+                    return "unknown coding '" + name + "': zstd, br or gzip";
+            return {};
+        })
+        ->group(group);
+    app.add_option("--compress-types", read.compress_types,
+                   "Content-Types compressed, comma-separated: type/subtype, type/* or type/*+suffix (default: "
+                   "text/*, application/json, application/*+json, application/javascript, application/xml, "
+                   "application/*+xml, image/svg+xml, application/wasm)")
+        ->check([](const std::string& text) -> std::string {
+            for (const std::string& pattern : Readings::comma_list(text))
+                if (!valid_type_pattern(pattern)) return "'" + pattern + "' is not type/subtype, type/* or type/*+suffix";
+            return {};
+        })
+        ->group(group);
+    app.add_option("--compress-min-size", config.compression.min_size,
+                   "bodies smaller than this, bytes, are sent as they are")
+        ->capture_default_str()
         ->group(group);
 }
 
@@ -250,12 +312,12 @@ void add_handler_options(CLI::App& app, Config& config, Readings& read) {
     app.add_flag("--insecure-handlers", read.insecure_handlers,
                  "load handler files even if group/others may write them or their folder (development only)")
         ->group(group);
-    app.add_option("--handler-timeout", config.handler_timeout_s,
+    app.add_option("--handler-timeout", config.connection.handler_timeout_s,
                    "watchdog: a handler call running longer aborts its worker, s (0: off)")
         ->capture_default_str()
         ->check(kTimeoutRange)
         ->group(group);
-    app.add_option("--pending-timeout", config.pending_timeout_s,
+    app.add_option("--pending-timeout", config.connection.pending_timeout_s,
                    "a deferred reply not finished within this gets 504, s (0: never)")
         ->capture_default_str()
         ->check(kTimeoutRange)
@@ -310,7 +372,9 @@ void add_status_options(CLI::App& app, Config& config, Readings& read) {
         app.add_flag("--no-status", read.no_status, "do not answer GET /-/status and /metrics (they fall through to www/)")
             ->group(group);
     app.add_option("--status-listen", config.status_listen,
-                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port")
+                   "serve /-/status and /metrics on this ADDRESS:PORT only (e.g. 127.0.0.1:9100), not on --port; "
+                   "again for each further address (e.g. [::1]:9100)")
+        ->allow_extra_args(false)
         ->excludes(no_status)
         ->group(group);
     app.add_flag("--no-probes", read.no_probes, "do not answer GET /-/healthy and /-/ready (they fall through to www/)")
@@ -347,6 +411,7 @@ Invocation parse_command_line(int argc, char** argv) {
     add_tls_options(app, config, read);
     add_process_options(app, config, read);
     add_request_limits(app, config, read);
+    add_compression_options(app, config, read);
     add_handler_options(app, config, read);
     add_toolkit_options(app, config);
     add_status_options(app, config, read);

@@ -10,13 +10,15 @@
 
 namespace cspd {
 
-/// Records [start, end) as `handler`'s code (the label is copied); the slot to forget, or -1
-/// when the table is full.
-int remember_handler_code(std::uintptr_t start, std::uintptr_t end, const HandlerLabel& handler) noexcept;
+/// Records [start, end) as `handler`'s code, loaded at `base` (the address its ELF's virtual
+/// address 0 lies at; the label is copied); the slot to forget, or -1 when the table is full.
+int remember_handler_code(std::uintptr_t start, std::uintptr_t end, std::uintptr_t base,
+                          const HandlerLabel& handler) noexcept;
 void forget_handler_code(int slot) noexcept;
 
 /// The handler whose code holds `address`, or null. Async-signal-safe; the label stays valid
 /// until the process dies (slots are reused, never freed).
-const HandlerLabel* handler_code_at(std::uintptr_t address) noexcept;
+/// With `offset`: also where `address` is in the handler's file, as addr2line -e NAME.so takes it.
+const HandlerLabel* handler_code_at(std::uintptr_t address, std::uintptr_t* offset = nullptr) noexcept;
 
 }  // namespace cspd

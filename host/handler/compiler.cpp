@@ -1,5 +1,7 @@
 #include "handler/compiler.hpp"
 
+#include "handler/handler_flags.hpp"
+
 #include "common/fnv1a.hpp"
 #include "common/unique_fd.hpp"
 #include "handler/process_group.hpp"
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -258,23 +261,20 @@ CompileResult HandlerCompiler::run_compiler(const std::string& name, const std::
     const auto log = scratch_dir_ / (stem + ".log");
     const std::string compiler = compiler_for(source);
 
-    // The flags csp_add_handler gives (cmake/CspHandler.cmake): -z defs makes a misspelt symbol
-    // a compile error, with the compiler's words, rather than a refused load.
-    std::vector<std::string> args{compiler,
-                                  "-O2",
-                                  "-g",
-                                  "-shared",
-                                  "-fPIC",
-                                  "-fvisibility=hidden",
-                                  "-fdiagnostics-color=never",
-                                  "-Wall",
-                                  "-Wl,-z,defs",
+    // A module as CMake builds one in Release with debug info, with the flags csp_add_handler
+    // gives (cmake/CspHandler.cmake, through handler_flags.hpp): its -z defs makes a misspelt
+    // symbol a compile error, with the compiler's words, rather than a refused load.
+    std::vector<std::string> args{compiler, "-O2", "-g", "-shared", "-fPIC", "-fdiagnostics-color=never", "-Wall",
                                   "-I" + sdk_include_.string()};
+    const auto add = [&args](const auto& flags) { args.insert(args.end(), std::begin(flags), std::end(flags)); };
+    add(handler_flags::kAll);
+    add(handler_flags::kLink);
     if (!quote_dir.empty()) args.insert(args.end(), {"-iquote", quote_dir.string()});
     if (!depends.empty()) args.insert(args.end(), {"-MMD", "-MF", depends.string()});
     if (source.extension() == ".cpp") {
         args.push_back("-std=c++20");
-        if (is_gcc(compiler)) args.push_back("-fno-gnu-unique");
+        add(handler_flags::kCxx);
+        if (is_gcc(compiler)) add(handler_flags::kGnuCxx);
     }
     args.insert(args.end(), {"-o", output.string(), source.string()});
     // Below serving: a compile under load takes cores from requests as little as it can.

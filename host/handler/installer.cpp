@@ -158,13 +158,23 @@ struct HandlerInstaller::Impl {
         spdlog::error("handler {}: refused {}: {}", name, file.string(), reason);
         registry.refused(name, reason);
         // A worker that starts while the file is refused serves what the others served before it.
-        if (!options.kept) return;
-        const std::optional<KeptVersion> kept = options.kept->serving(name);
-        auto version = load_kept(name, kept);
-        if (!version || (rolls_back() && quarantined(*version))) return;
-        spdlog::warn("handler {}: serving {}, the version the server kept from before this worker started", name,
-                     version->describe());
+        serve_kept(name, "the version the server kept from before this worker started");
+    }
+
+    void vetting_meanwhile(const std::string& name) {
+        if (registry.current(name)) return;
+        if (!serve_kept(name, "the version the others serve, while the new file is vetted"))
+            spdlog::info("handler {}: its file is being vetted; /csp/{} is served once it passes", name, name);
+    }
+
+    /// Installs the version the server kept serving for `name`, unless quarantined; false if none.
+    bool serve_kept(const std::string& name, const char* why) {
+        if (!options.kept) return false;
+        auto version = load_kept(name, options.kept->serving(name));
+        if (!version || (rolls_back() && quarantined(*version))) return false;
+        spdlog::warn("handler {}: serving {}, {}", name, version->describe(), why);
         registry.install(std::move(version));
+        return true;
     }
 };
 
@@ -182,6 +192,7 @@ void HandlerInstaller::install(std::shared_ptr<HandlerVersion> version, const Pr
 }
 
 void HandlerInstaller::removed(const std::string& name) { impl_->removed(name); }
+void HandlerInstaller::vetting_meanwhile(const std::string& name) { impl_->vetting_meanwhile(name); }
 
 void HandlerInstaller::refused(const std::string& name, const std::filesystem::path& file, const std::string& reason) {
     impl_->refused(name, file, reason);

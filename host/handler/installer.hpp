@@ -2,7 +2,8 @@
 // bad: a replaced version stays loaded as the fallback of the one that replaced it until that
 // one has served --quarantine-window without being quarantined; a quarantined version gives
 // way to its fallback at once (a rollback); a refused file leaves the live version serving, or,
-// in a worker that has none (it just started), the version the server kept. Control thread only.
+// in a worker that has none (it just started), the version the server kept; so does a version
+// still being vetted when a replacement worker starts. Control thread only.
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,9 @@ public:
     void removed(const std::string& name);
     /// A file for `name` was refused for `reason`.
     void refused(const std::string& name, const std::filesystem::path& file, const std::string& reason);
+    /// A version of `name` is being vetted as this worker starts to serve: the version the server
+    /// kept serving, if any and none is live here, serves until the verdict.
+    void vetting_meanwhile(const std::string& name);
 
 private:
     struct Impl;

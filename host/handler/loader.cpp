@@ -73,28 +73,32 @@ struct LoadedLibrary {
     }
 };
 
-/// The address range [first, last) of the loaded object at `path`; {0, 0} if not found.
-std::pair<std::uintptr_t, std::uintptr_t> mapped_range(const std::string& path) {
+/// Where the loaded object at `path` lies: [first, last), and its load base; zeros if not found.
+struct MappedRange {
+    std::uintptr_t first = 0, last = 0, base = 0;
+};
+MappedRange mapped_range(const std::string& path) {
     struct Search {
         const std::string* path;
-        std::uintptr_t first = 0, last = 0;
-    } search{&path};
+        MappedRange found;
+    } search{&path, {}};
     ::dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* data) {
             auto* s = static_cast<Search*>(data);
             if (!info->dlpi_name || *s->path != info->dlpi_name) return 0;
+            s->found.base = info->dlpi_addr;
             for (int i = 0; i < info->dlpi_phnum; ++i) {
                 const ElfW(Phdr)& segment = info->dlpi_phdr[i];
                 if (segment.p_type != PT_LOAD) continue;
                 const std::uintptr_t from = info->dlpi_addr + segment.p_vaddr;
                 const std::uintptr_t to = from + segment.p_memsz;
-                if (!s->first || from < s->first) s->first = from;
-                if (to > s->last) s->last = to;
+                if (!s->found.first || from < s->found.first) s->found.first = from;
+                if (to > s->found.last) s->found.last = to;
             }
             return 1;
         },
         &search);
-    return {search.first, search.last};
+    return search.found;
 }
 
 }  // namespace
@@ -296,8 +300,9 @@ LoadResult HandlerLoader::open(PreparedVersion& prepared) {
     }
     if (!ec) {
         // A fault on a thread of the handler's own is blamed on it by this range.
-        const auto [first, last] = mapped_range(copy.string());
-        if (first < last) loaded->code_slot = remember_handler_code(first, last, label);
+        const MappedRange range = mapped_range(copy.string());
+        if (range.first < range.last)
+            loaded->code_slot = remember_handler_code(range.first, range.last, range.base, label);
     }
     if (ec) {
         const char* detail = ::dlerror();

@@ -72,8 +72,7 @@ struct HostApi {
         std::string_view n(name, name_size), v(value, value_size);
         if (!is_token(n) || !is_field_value(v) || is_reserved_header(n)) return -1;
         try {
-            std::string& out = reply(r).extra_headers_;
-            out.append(n).append(": ").append(v).append("\r\n");
+            reply(r).fields_.add(n, v);
         } catch (const std::bad_alloc&) {
             return -1;
         }
@@ -174,7 +173,9 @@ const csp_host_api& host_api() {
                                   // 2.4
                                   &WebSocketApi::accept, &WebSocketApi::refuse, &WebSocketApi::send,
                                   &WebSocketApi::close, &WebSocketApi::subscribe, &WebSocketApi::unsubscribe,
-                                  &WebSocketApi::publish};
+                                  &WebSocketApi::publish,
+                                  // 2.5
+                                  &ToolkitApi::reply_compress};
     return api;
 }
 
@@ -209,9 +210,10 @@ void HandlerReply::reset(HandlerAbi abi) {
     reply_.capacity = buffer_.size();
     reply_.size = 0;
     content_type_.assign("text/html; charset=utf-8");
-    extra_headers_.clear();
+    fields_.clear();
     cache_seconds_ = 0;
     cache_vary_.clear();
+    compress_ = true;
 }
 
 struct HandlerRequestView::Kept {

@@ -10,6 +10,7 @@
 #include "handler/version.hpp"
 #include "http/request.hpp"
 #include "http/request_id.hpp"
+#include "http/response_fields.hpp"
 
 #include <csp/csp.h>
 
@@ -52,12 +53,14 @@ public:
         return reply_.data == buffer_.data() && reply_.capacity == buffer_.size() && reply_.size <= reply_.capacity;
     }
     std::string_view content_type() const { return content_type_; }
-    /// Extra headers, already serialized as "Name: value\r\n" lines.
-    std::string_view extra_headers() const { return extra_headers_; }
+    /// The fields the handler set (csp_reply_header, csp_reply_set_cookie...), checked as they came.
+    const ResponseFields& fields() const { return fields_; }
     /// csp_reply_cache: keep this reply for later GETs this many seconds (0: not at all).
     unsigned cache_seconds() const { return cache_seconds_; }
     /// csp_reply_cache_vary: the request headers whose values are part of the cache key.
     const std::vector<std::string>& cache_vary() const { return cache_vary_; }
+    /// csp_reply_compress: false if the handler said CSP_COMPRESS_OFF for this answer.
+    bool compress() const { return compress_; }
 
 private:
     friend struct HostApi;
@@ -66,8 +69,9 @@ private:
     std::string buffer_;  // reply_.data points into it
     unsigned cache_seconds_ = 0;
     std::vector<std::string> cache_vary_;
+    bool compress_ = true;
     std::string content_type_;
-    std::string extra_headers_;
+    ResponseFields fields_;
     PendingReply::Source* pending_source_ = nullptr;
     PendingReply* pending_ = nullptr;
     WebSocketChannel::Source* websocket_source_ = nullptr;

@@ -194,6 +194,12 @@ int ToolkitApi::reply_cache_vary(csp_reply* r, const char* header, size_t size) 
     return 0;
 }
 
+int ToolkitApi::reply_compress(csp_reply* r, int mode) noexcept {
+    if (!r || (mode != CSP_COMPRESS_AUTO && mode != CSP_COMPRESS_OFF)) return -1;
+    static_cast<HandlerReply*>(r->host)->compress_ = mode == CSP_COMPRESS_AUTO;
+    return 0;
+}
+
 InitContext::InitContext(const std::string& name, const HandlerLabel& label, const HandlerConfig& config,
                          unsigned worker_index, unsigned worker_count)
     : config_(config) {

@@ -33,6 +33,7 @@ struct ToolkitApi {
     static int config_at(const csp_init_context* ctx, size_t index, csp_str* key, csp_str* value) noexcept;
     static int init_log(const csp_init_context* ctx, int level, const char* text, size_t size) noexcept;
     static int reply_cache_vary(csp_reply* reply, const char* header, size_t size) noexcept;
+    static int reply_compress(csp_reply* reply, int mode) noexcept;
 };
 
 }  // namespace cspd

@@ -62,10 +62,17 @@ struct HandlerWatcher::Impl {
     std::function<void()> on_settled;  // until the first scan's versions are all in or refused
     bool stopped = false;
 
-    void start(std::function<void()> settled) {
+    void start(std::function<void()> settled, bool wait_for_vetting) {
         installer.start();
         events.start();
         rescan();
+        if (!wait_for_vetting) {
+            // What has a verdict already is in (the vetting gave it at once); a version still
+            // being vetted, here or by another worker, is not waited for.
+            for (const auto& [name, file] : at_gate) installer.vetting_meanwhile(name);
+            if (settled) settled();
+            return;
+        }
         on_settled = std::move(settled);
         maybe_settled();
     }
@@ -343,7 +350,9 @@ HandlerWatcher::HandlerWatcher(asio::io_context& io, std::filesystem::path folde
 
 HandlerWatcher::~HandlerWatcher() = default;
 
-void HandlerWatcher::start(std::function<void()> settled) { impl_->start(std::move(settled)); }
+void HandlerWatcher::start(std::function<void()> settled, bool wait_for_vetting) {
+    impl_->start(std::move(settled), wait_for_vetting);
+}
 void HandlerWatcher::rescan() { impl_->rescan(); }
 void HandlerWatcher::stop() { impl_->stop(); }
 

@@ -46,7 +46,10 @@ public:
 
     /// Loads what is in the folder now and starts watching. `settled` runs once every version found
     /// now is loaded or refused (perhaps before this returns): until then requests would miss them.
-    void start(std::function<void()> settled = {});
+    /// Without `wait_for_vetting` (a worker replacing one that served), it runs as soon as the
+    /// folder is read: a version still being vetted then has the version the server kept serving
+    /// in its place meanwhile, if there is one.
+    void start(std::function<void()> settled = {}, bool wait_for_vetting = true);
     /// Re-reads the whole folder (after an inotify overflow, or on request).
     void rescan();
     void stop();

@@ -1,7 +1,7 @@
-// One parsed HTTP request: views only. They point into the bytes the parser was fed
-// or into the parser's own copy of a request that arrived in pieces, and stay valid
-// until that parser is fed again. The connection owns both, so it decides how long
-// a request's data lives.
+// One parsed HTTP request: views, into memory its connection owns. HTTP/1's point into the bytes
+// the parser was fed or its own copy of a request that arrived in pieces, valid until that parser
+// is fed again; HTTP/2's into nghttp2's buffers, which its stream holds until it closes. A body
+// spilled to a file is the exception: `body_owner` keeps its mapping for whoever holds it.
 #pragma once
 
 #include <cstdint>

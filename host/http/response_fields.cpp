@@ -2,48 +2,66 @@
 
 #include "common/ascii.hpp"
 
-#include <string_view>
-
 namespace cspd {
-namespace {
-/// A field of an HTTP/1 connection, never sent over HTTP/2 (RFC 9113 §8.2.2). `name` is lower case.
-bool connection_specific(std::string_view name) {
-    return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
-           name == "proxy-connection" || name == "upgrade";
-}
-}  // namespace
 
-bool read_response_head(std::string& bytes, ResponseFields& into) {
-    into.fields.clear();
-    const std::string_view all(bytes);
-    const std::size_t end = all.find("\r\n\r\n");
-    if (end == std::string_view::npos) return false;
-    into.head_size = end + 4;
-    // "HTTP/1.1 200 Reason"
-    if (all.size() < 12 || all.substr(0, 9) != "HTTP/1.1 ") return false;
-    int status = 0;
-    for (std::size_t i = 9; i < 12; ++i) {
-        if (all[i] < '0' || all[i] > '9') return false;
-        status = status * 10 + (all[i] - '0');
+ResponseFields& ResponseFields::operator=(const ResponseFields& other) {
+    if (this != &other) {
+        text_ = other.text_;
+        places_ = other.places_;
+        point_views();
     }
-    if (status < 100) return false;
-    into.status = status;
-    std::size_t line = all.find("\r\n");
-    while (line < end) {
-        const std::size_t start = line + 2;
-        const std::size_t next = all.find("\r\n", start);
-        const std::size_t colon = all.find(':', start);
-        if (colon == std::string_view::npos || colon >= next || colon == start) return false;
-        for (std::size_t i = start; i < colon; ++i) bytes[i] = ascii_lower(bytes[i]);
-        const std::string_view name = all.substr(start, colon - start);
-        std::size_t value = colon + 1, value_end = next;
-        while (value < value_end && (all[value] == ' ' || all[value] == '\t')) ++value;
-        // RFC 9113 §8.2.1: no whitespace at either end of a value (clients drop such a field).
-        while (value_end > value && (all[value_end - 1] == ' ' || all[value_end - 1] == '\t')) --value_end;
-        if (!connection_specific(name)) into.fields.push_back({name, all.substr(value, value_end - value)});
-        line = next;
+    return *this;
+}
+
+ResponseFields& ResponseFields::operator=(ResponseFields&& other) noexcept {
+    if (this != &other) {
+        text_ = std::move(other.text_);
+        places_ = std::move(other.places_);
+        views_ = std::move(other.views_);
+        repoint();
+        other.clear();
     }
-    return true;
+    return *this;
+}
+
+void ResponseFields::add(std::string_view name, std::string_view value) {
+    const char* base = text_.data();
+    const auto at = static_cast<std::uint32_t>(text_.size());
+    places_.reserve(places_.size() + 1);
+    views_.reserve(places_.size() + 1);  // nothing below throws once the text is in
+    text_.append(name).append(value);
+    places_.push_back({at, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size())});
+    if (text_.data() != base) {
+        point_views();  // the buffer moved: every view follows
+        return;
+    }
+    views_.push_back({std::string_view(text_.data() + at, name.size()),
+                      std::string_view(text_.data() + at + name.size(), value.size())});
+}
+
+void ResponseFields::clear() noexcept {
+    text_.clear();
+    places_.clear();
+    views_.clear();
+}
+
+std::string_view ResponseFields::find(std::string_view name) const {
+    for (const ResponseField& field : views_)
+        if (iequals(field.name, name)) return field.value.data() ? field.value : std::string_view("", 0);
+    return {};
+}
+
+void ResponseFields::point_views() {
+    views_.resize(places_.size());
+    repoint();
+}
+
+void ResponseFields::repoint() noexcept {
+    for (std::size_t i = 0; i < places_.size(); ++i) {
+        const Place& p = places_[i];
+        views_[i] = {std::string_view(text_.data() + p.at, p.name_size),
+                     std::string_view(text_.data() + p.at + p.name_size, p.value_size)};
+    }
 }
 
 }  // namespace cspd

@@ -1,5 +1,6 @@
-// HTTP status codes as a type: the host passes statuses around as HttpStatus, never
-// as a bare int. A handler's int becomes one only once it is checked (from_handler).
+// HTTP status codes as a type: what the host decides is an HttpStatus. A handler's int becomes
+// one only once it is checked (from_handler). Plain ints remain where a status is only reported
+// (the access log's line, the SDK's own signatures).
 #pragma once
 
 #include <cstdint>

@@ -1,40 +1,36 @@
 // Everything the command line decides, in one place.
 #pragma once
 
+#include "compression/compression_policy.hpp"
+#include "process/worker_role.hpp"
+#include "serving/connection_limits.hpp"
 #include "routing/access_log_line.hpp"
 
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cspd {
 
 struct Config {
-    std::string bind_address = "0.0.0.0";
+    /// Each connection's limits and timeouts, by protocol (--max-body, --send-timeout, --h2-*,
+    /// --ws-*, ...): each loop gets a copy; --handler-timeout is also the master's watchdog.
+    ConnectionLimits connection;
+    /// --bind, once per address: every loop listens on each (the port, and --tls-port, on all).
+    /// An IPv6 address ("::", "[::1]") is IPv6 only: give 0.0.0.0 too for both families.
+    std::vector<std::string> binds{"0.0.0.0"};
     unsigned short port = 8080;          ///< 0: the kernel picks one, logged at start-up
     std::optional<unsigned short> tls_port;  ///< --tls-port: HTTPS here too (0: the kernel picks one)
     std::filesystem::path certs_dir;         ///< --certs: watched for NAME.pem, NAME.crt + NAME.key
     bool tls_self_signed = false;            ///< no certificate serves: make one for localhost
     bool https_redirect = false;             ///< the plain port answers 308 to https://
-    bool http2 = true;                       ///< h2 by ALPN on --tls-port, h2c by prior knowledge on --port
-    unsigned h2_max_streams = 128;           ///< concurrent streams one HTTP/2 connection may open
-    std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it is refused (close 1009)
-    unsigned ws_ping_interval_s = 30;          ///< a WebSocket silent this long is pinged (0: never)
-    unsigned ws_idle_timeout_s = 300;          ///< a WebSocket peer silent this long is closed (0: never)
-    bool ws_deflate = true;                    ///< permessage-deflate when a client offers it
     std::string user;                        ///< --user: workers' account when started as root (empty: nobody)
     std::filesystem::path handlers_dir;  ///< watched for NAME.so
     std::filesystem::path www_dir;       ///< static files
     unsigned workers = 1;                ///< worker processes under a master; 0 = one process, no master
     unsigned threads = 1;                ///< event loops per process, at least 1 (the command line sees to it)
     std::string log_level = "info";
-    std::size_t max_body_bytes = 1024 * 1024;
-    std::size_t body_memory_bytes = 1024 * 1024;  ///< larger bodies (up to max_body_bytes) go to a temporary file
-    std::filesystem::path upload_dir;             ///< where they go; empty: TMPDIR or /tmp
-    std::size_t max_head_bytes = 8 * 1024;
-    unsigned keepalive_timeout_s = 15;
-    unsigned header_timeout_s = 10;
-    unsigned send_timeout_s = 30;         ///< a client that takes none of our bytes this long is closed
     unsigned drain_timeout_s = 10;        ///< graceful stop waits this long for in-flight requests
     std::size_t max_connections = 10000;  ///< over all loops; more are answered 503 and closed
     bool strict_handler_modes = true;     ///< refuse handler files others could have written (sshd StrictModes)
@@ -44,8 +40,7 @@ struct Config {
     unsigned compile_timeout_s = 60;
     std::filesystem::path sdk_include;  ///< for --compile; empty: beside the binary, else the source tree
     bool status_endpoints = true;       ///< GET /-/status (JSON) and /metrics (Prometheus)
-    std::string status_listen;          ///< "ADDR:PORT": serve those there only; empty: on the main port
-    unsigned handler_timeout_s = 10;    ///< watchdog: a handler call running longer kills its worker; 0 = off
+    std::vector<std::string> status_listen;  ///< "ADDR:PORT"s: serve those there only; none: on the main port
     unsigned quarantine_crashes = 3;    ///< this many crashes of one handler version…
     unsigned quarantine_window_s = 60;  ///< …within this many seconds quarantine it
     std::filesystem::path log_file;     ///< empty: stderr; else appended to, reopened on SIGUSR1
@@ -53,7 +48,6 @@ struct Config {
     AccessLogFormat access_log_format = AccessLogFormat::combined;
     unsigned blocking_threads = 64;      ///< per worker, for CSP_BLOCKING_HANDLER calls
     std::size_t blocking_queue = 1024;   ///< calls waiting for one of them; past it: 503
-    unsigned pending_timeout_s = 60;     ///< a deferred reply not finished by then: 504
     unsigned init_timeout_s = 10;        ///< loading and init (and cleanup) of a version tried this long at most
     bool vet_handlers = true;            ///< try each new version in a short-lived process first
     std::size_t worker_max_rss_mib = 0;  ///< a worker over this is replaced gracefully; 0 = off
@@ -62,9 +56,9 @@ struct Config {
     unsigned kv_quota_percent = 50;      ///< entries one handler may hold, percent of kv_entries
     unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
     bool request_id_header = false;      ///< X-Request-Id on every response
+    CompressionPolicy compression;       ///< --compress-*, --no-compress: which answers are compressed, how
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
-    unsigned min_body_rate = 500;        ///< bytes/s a request body must keep up, over each header timeout; 0 = any
     unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never
     bool rollback = true;                ///< a quarantined version gives way to the one it replaced
     unsigned max_handlers = 256;         ///< handler names each loop counts (live or still in use); more are served uncounted
@@ -72,6 +66,10 @@ struct Config {
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }
+    /// The descriptors a worker is handed, by number.
+    WorkerFds worker_fds() const {
+        return {threads, static_cast<unsigned>(binds.size()), static_cast<unsigned>(status_listen.size())};
+    }
 };
 
 }  // namespace cspd

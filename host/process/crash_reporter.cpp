@@ -60,6 +60,26 @@ const HandlerLabel* handler_in_frames(void* ucontext, void* const* frames, int d
     return nullptr;
 }
 
+/// One line per frame. A frame in a handler's code names the handler's file as the user built it
+/// (the private copy it was loaded from is the same bytes, under a name of ours), its hash, and
+/// the offset addr2line takes with that file; the host's own frames as glibc writes them.
+void write_backtrace(void* const* frames, int depth) {
+    for (int i = 0; i < depth; ++i) {
+        std::uintptr_t offset = 0;
+        const HandlerLabel* handler = handler_code_at(reinterpret_cast<std::uintptr_t>(frames[i]), &offset);
+        if (!handler) {
+            ::backtrace_symbols_fd(&frames[i], 1, STDERR_FILENO);
+            continue;
+        }
+        SignalSafeLine<384> line;
+        line.text(handler->name).text(".so+0x").hex(offset, 1).text(" (handler ").text(handler->name).text(".so#");
+        line.number(handler->sequence).text(", ").number(handler->size).text(" bytes, fnv ");
+        line.hex(handler->content_hash, 16).text("; addr2line -f -e ").text(handler->name).text(".so 0x");
+        line.hex(offset, 1).text(")\n");
+        write_all(line.data(), line.size());
+    }
+}
+
 void on_fatal_signal(int signal, siginfo_t* info, void* ucontext) {
     ThreadCrashContext& context = this_thread_crash_context();
     void* frames[64];
@@ -105,7 +125,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* ucontext) {
     line.text(", pid ").number(static_cast<int>(::getpid())).text("\n");
     write_all(line.data(), line.size());
     write_all("cspd: backtrace:\n", 17);
-    ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+    write_backtrace(frames, depth);
     // Die of the same signal, so that the exit status tells the truth.
     ::signal(signal, SIG_DFL);
     ::raise(signal);

@@ -109,7 +109,9 @@ HandlerSupply::HandlerSupply(boost::asio::io_context& control, const Config& con
 
 HandlerSupply::~HandlerSupply() = default;
 
-void HandlerSupply::start(std::function<void()> settled) { parts_->watcher->start(std::move(settled)); }
+void HandlerSupply::start(std::function<void()> settled, bool wait_for_vetting) {
+    parts_->watcher->start(std::move(settled), wait_for_vetting);
+}
 void HandlerSupply::rescan() { parts_->watcher->rescan(); }
 void HandlerSupply::stop() { parts_->watcher->stop(); }
 void HandlerSupply::clear() { parts_->registry.clear(); }

@@ -30,8 +30,8 @@ public:
     HandlerSupply& operator=(const HandlerSupply&) = delete;
 
     /// Loads what the folder holds and watches it; `settled` runs once each version found now is
-    /// loaded or refused.
-    void start(std::function<void()> settled);
+    /// loaded or refused (without `wait_for_vetting`: once those with a verdict are, see HandlerWatcher).
+    void start(std::function<void()> settled, bool wait_for_vetting = true);
     /// Reads the whole folder again (SIGHUP).
     void rescan();
     /// Watches no more (waits for a compiler that runs).

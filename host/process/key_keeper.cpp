@@ -44,6 +44,7 @@ void KeyKeeper::start() {
     std::vector<std::string> args{"__keys", "--log-level", config_.log_level};
     if (!config_.certs_dir.empty()) args.insert(args.end(), {"--certs", config_.certs_dir.string()});
     if (config_.tls_self_signed) args.emplace_back("--self-signed");
+    if (!config_.user.empty()) args.insert(args.end(), {"--user", config_.user});  // kept out of the keys
     std::string error;
     pid_ = spawn_self(args, theirs.get(), error);
     if (pid_ < 0) {

@@ -2,6 +2,8 @@
 
 #include "common/clocks.hpp"
 #include "common/fd_passing.hpp"
+#include "process/config.hpp"
+#include "process/privileges.hpp"
 #include "tls/key_service.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +52,8 @@ bool send_all(int fd, const std::string& bytes) {
 
 class KeyProcess {
 public:
-    KeyProcess(const std::string& certs, bool self_signed) : service_(certs, self_signed) {
+    KeyProcess(const std::string& certs, bool self_signed, std::optional<KeyOutsider> outsider)
+        : service_(certs, self_signed, std::move(outsider)) {
         peers_.push_back({kControlFd, Kind::control, {}});
     }
 
@@ -133,18 +137,20 @@ int run_key_process(int argc, char** argv) {
     ::signal(SIGHUP, SIG_IGN);
     ::signal(SIGUSR1, SIG_IGN);
     std::string certs, level = "info";
+    Config as_run;  // --user: whose workers must not be able to read a key
     bool self_signed = false;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "--certs" && i + 1 < argc) certs = argv[++i];
         else if (arg == "--self-signed") self_signed = true;
+        else if (arg == "--user" && i + 1 < argc) as_run.user = argv[++i];
         else if (arg == "--log-level" && i + 1 < argc) level = argv[++i];
     }
     spdlog::set_default_logger(spdlog::stderr_color_mt("cspd"));
     spdlog::set_level(spdlog::level::from_str(level));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P] %v");
     try {
-        return KeyProcess(certs, self_signed).run();
+        return KeyProcess(certs, self_signed, key_outsider(as_run)).run();
     } catch (const std::exception& e) {
         spdlog::critical("key process: {}", e.what());
         return 1;

@@ -2,6 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "handler/private_folders.hpp"
+#include "process/certificate_check.hpp"
 #include "process/key_keeper.hpp"
 #include "process/privileges.hpp"
 #include "tls/ticket_keys.hpp"
@@ -16,6 +17,7 @@
 #include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
 #include "serving/access_log.hpp"
+#include "serving/listener.hpp"
 #include "process/worker_spawner.hpp"
 #include "process/worker_succession.hpp"
 #include "routing/static_files.hpp"
@@ -49,7 +51,7 @@ public:
         : config_(config), account_(std::move(account)), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
           spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_, tls_port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
-          watchdog_(config.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
+          watchdog_(config.connection.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
           succession_(config, workers_, banks_, ledger_,
                       [this](unsigned index, unsigned bank) { return start_process(index, bank); }),
           signals_(io_, SIGINT, SIGTERM, SIGQUIT),
@@ -58,7 +60,7 @@ public:
             keys_.emplace(io_, config_);
             tickets_.emplace(TicketKeys::create());
             tickets_fd_ = WorkerSpawner::above_worker_fds(UniqueFd(::fcntl(tickets_->fd(), F_DUPFD_CLOEXEC, 0)),
-                                                          config_.threads);
+                                                          config_.worker_fds());
         }
         workers_.resize(config_.workers);
         if (config_.rollback && !config_.server_folder.empty())
@@ -108,7 +110,7 @@ private:
         UniqueFd keys_channel;
         if (keys_)
             if (UniqueFd channel = keys_->channel_for(index))
-                keys_channel = WorkerSpawner::above_worker_fds(std::move(channel), config_.threads);
+                keys_channel = WorkerSpawner::above_worker_fds(std::move(channel), config_.worker_fds());
         const pid_t pid =
             spawner_.spawn(index, banks_.first_slot(index, bank), error, keys_channel.get(), tickets_fd_.get());
         if (pid < 0) {
@@ -246,13 +248,14 @@ private:
         }
         if (all && !announced_all_ && !stopping_) {
             announced_all_ = true;
+            stats_.serving.store(1, std::memory_order_release);
             // Said once every worker has read the handlers folder: from here on, requests find them.
-            spdlog::info("cspd listening on {}:{}{} with {} worker process(es) × {} event loop(s); handlers from {}, "
+            spdlog::info("cspd listening on {}{} with {} worker process(es) × {} event loop(s); handlers from {}, "
                          "static files from {}",
-                         config_.bind_address, port_,
+                         listening_addresses(config_.binds, port_),
                          config_.tls_port ? fmt::format(" (HTTPS on {})", tls_port_) : std::string(), workers_.size(),
                          config_.threads, config_.handlers_dir.string(), config_.www_dir.string());
-            notifier_.ready(fmt::format("serving on {}:{} with {} worker(s) × {} loop(s)", config_.bind_address, port_,
+            notifier_.ready(fmt::format("serving on {} with {} worker(s) × {} loop(s)", listening_addresses(config_.binds, port_),
                                         workers_.size(), config_.threads));
         }
     }
@@ -377,8 +380,7 @@ int Master::run() {
     const WorkerAccount account = worker_account(config_, ::geteuid());
     say_who_runs_handlers(config_, account);
     check_workers_can_read(config_, account);  // here, rather than in workers that die at start over and over
-    if (!config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
-        throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
+    check_certificates(config_);  // before anything listens: HTTPS that cannot serve does not start
     StaticFiles www(config_.www_dir);  // the same checks a worker makes, made once here: no crash loop over a typo
     if (config_.loops_total() > kMaxSlots)
         throw std::runtime_error("--workers × --threads is at most " + std::to_string(kMaxSlots));

@@ -5,8 +5,9 @@
 //    its listening sockets stay open here, so connections queued on them wait for the
 //    replacement instead of being reset;
 //  - a worker that dies while a handler runs is a crash of that handler version; K of
-//    them within T seconds quarantine the version in every worker (503 + Retry-After)
-//    until a new file replaces it;
+//    them within T seconds quarantine the version in every worker: the version it replaced
+//    serves again (rollback), or, with none (or --no-rollback), 503 + Retry-After until a
+//    new file replaces it;
 //  - a handler call that outlives --handler-timeout is aborted (watchdog) and counts
 //    as a crash;
 //  - signals: TERM/INT drain and exit 0, QUIT stops at once, HUP and USR1 are passed on.

@@ -75,6 +75,15 @@ std::vector<gid_t> groups_of(const WorkerAccount& account) {
     return groups;
 }
 
+}  // namespace
+
+std::optional<KeyOutsider> key_outsider(const Config& config) {
+    const WorkerAccount account = worker_account(config, ::geteuid());
+    if (!account.change) return std::nullopt;
+    return KeyOutsider{account.name, account.uid, groups_of(account)};
+}
+
+namespace {
 std::string mode_text(const struct stat& st) {
     char text[8];
     std::snprintf(text, sizeof text, "%03o", static_cast<unsigned>(st.st_mode & 0777));

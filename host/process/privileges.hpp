@@ -6,7 +6,10 @@
 
 #include <sys/types.h>
 
+#include "tls/certificate_folder.hpp"
+
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace cspd {
@@ -23,6 +26,10 @@ struct WorkerAccount {
 /// The account workers run as, for a process running as `euid`. Throws std::runtime_error if
 /// --user names nobody known.
 WorkerAccount worker_account(const Config& config, uid_t euid);
+
+/// The account handler code runs as, to keep out of private keys (tls/certificate_folder.hpp):
+/// none when workers stay who cspd was started as, or run as root. Throws as worker_account.
+std::optional<KeyOutsider> key_outsider(const Config& config);
 
 /// Becomes `account` for good: supplementary groups, group, user; then checks that root cannot
 /// be had back. Throws std::runtime_error with the reason.

@@ -4,6 +4,7 @@
 #include "common/crash_context.hpp"
 #include "handler/host_services.hpp"
 #include "handler/private_folders.hpp"
+#include "process/certificate_check.hpp"
 #include "process/certificate_watch.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/key_keeper.hpp"
@@ -17,8 +18,8 @@
 #include "routing/tls_status.hpp"
 #include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
-#include "serving/exchange/topic_board.hpp"
-#include "serving/exchange/topic_relay.hpp"
+#include "serving/pubsub/topic_board.hpp"
+#include "serving/pubsub/topic_relay.hpp"
 #include "serving/event_loop.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
@@ -46,16 +47,18 @@ using namespace std::chrono_literals;
 
 LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned worker) {
     LoopOptions options;
-    options.connection = {config.max_head_bytes,    config.max_body_bytes,    config.keepalive_timeout_s,
-                          config.header_timeout_s,  config.handler_timeout_s, config.pending_timeout_s,
-                          config.body_memory_bytes, config.upload_dir,      config.min_body_rate,
-                          config.send_timeout_s,    config.http2,           config.h2_max_streams,
-                          config.ws_max_message,    config.ws_ping_interval_s, config.ws_idle_timeout_s,
-                          config.ws_deflate};
-    options.routing = {config.probes, config.status_endpoints, !config.status_listen.empty(),
-                       config.quarantine_window_s, config.request_id_header, config.cache_mib * 1024 * 1024 / config.threads,
-                       config.static_max_age_s, config.slow_call_warn_ms,
-                       config.https_redirect ? config.tls_port.value_or(0) : static_cast<unsigned short>(0)};
+    options.connection = config.connection;
+    options.routing = {.probes = config.probes,
+                       .status_endpoints = config.status_endpoints,
+                       .status_port_only = !config.status_listen.empty(),
+                       .retry_after_s = config.quarantine_window_s,
+                       .request_id_header = config.request_id_header,
+                       .reply_cache_bytes = config.cache_mib * 1024 * 1024 / config.threads,
+                       .static_max_age_s = config.static_max_age_s,
+                       .slow_call_warn_ms = config.slow_call_warn_ms,
+                       .https_redirect_port = config.https_redirect ? config.tls_port.value_or(0)
+                                                                    : static_cast<unsigned short>(0),
+                       .compression = config.compression};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     options.access_log = access_log;
     options.worker = worker;
@@ -93,8 +96,8 @@ public:
         unblock_lifecycle_signals();  // before any loop thread starts: they inherit this mask
         if (config_.tls_port) {
             if (role_) {
-                KeyClient::set_channel(WorkerRole::keys_channel_fd(config_.threads));
-                tickets_.emplace(TicketKeys::attach(WorkerRole::ticket_keys_fd(config_.threads)));
+                KeyClient::set_channel(config_.worker_fds().keys_channel());
+                tickets_.emplace(TicketKeys::attach(config_.worker_fds().ticket_keys()));
             } else {
                 keys_.emplace(control_, config_);  // alone, this process keeps its own key process
                 KeyClient::set_channel(keys_->channel_for(0).release());
@@ -103,7 +106,7 @@ public:
             }
             tickets_->serve_tickets();
             for (auto& loop : loops_) loop->attach_tls_status(tls_status_);
-            certificates_.emplace(control_, loops_, tls_status_, config_.http2);
+            certificates_.emplace(control_, loops_, tls_status_, config_.connection.http2.enabled);
         }
         if (!role_) give_up_root();  // a worker did before it got here
         supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
@@ -116,7 +119,7 @@ public:
         start_loops();
         announce();
         wait_for_requests();
-        if (config_.handler_timeout_s > 0) check_stuck_calls();
+        if (config_.connection.handler_timeout_s > 0) check_stuck_calls();
         if (early_stop_) stop(early_stop_);
         // The watcher's events and the signal share this thread.
         while (!stopping_ && control_.run_one() > 0) {}
@@ -143,17 +146,26 @@ private:
     void make_loops() {
         port_ = config_.port;
         tls_port_ = config_.tls_port.value_or(0);
-        // Alone, with --tls-port 0, the HTTPS port is learned first: --https-redirect names it.
-        std::vector<int> tls_fds;
-        for (unsigned t = 0; !role_ && config_.tls_port && t < config_.threads; ++t) {
-            tls_fds.push_back(open_listener(config_.bind_address, tls_port_, t > 0));
-            tls_port_ = bound_port(tls_fds.back());
-        }
+        const WorkerFds fds = config_.worker_fds();
+        // Alone, the sockets are opened here, by bind address then loop (a worker is handed its
+        // own, numbered so). With --port 0 the first socket picks the port and the rest join it;
+        // with --tls-port 0 the HTTPS port is learned first: --https-redirect names it.
+        const auto open_all = [&](unsigned short& chosen) {
+            std::vector<int> sockets;
+            for (unsigned b = 0; !role_ && b < fds.binds; ++b)
+                for (unsigned t = 0; t < fds.threads; ++t) {
+                    sockets.push_back(open_listener(config_.binds[b], chosen, t > 0));
+                    chosen = bound_port(sockets.back());
+                }
+            return sockets;
+        };
+        const std::vector<int> tls_fds = config_.tls_port ? open_all(tls_port_) : std::vector<int>();
+        const std::vector<int> plain_fds = open_all(port_);
         Config with_port = config_;
         with_port.tls_port = config_.tls_port ? std::optional<unsigned short>(tls_port_) : std::nullopt;
         const LoopOptions options = loop_options(with_port, access_log_.get(), role_ ? role_->index : 0);
         // csp_publish reaches this process's topics from any thread.
-        TopicBoard::instance().set_max_message(config_.ws_max_message);
+        TopicBoard::instance().set_max_message(config_.connection.websocket.max_message);
         Publisher::set_current(&TopicBoard::instance());
         if (role_ && config_.workers > 1) {
             // Publishes reach the other workers' subscribers, and theirs reach this one's.
@@ -167,24 +179,23 @@ private:
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
-            const int fd = role_ ? WorkerRole::listener_fd(t)
-                                 : open_listener(config_.bind_address, port_, t > 0);
-            // With --port 0 the first loop learns the port; the others join it.
-            if (!role_) port_ = bound_port(fd);
-            loops_.back()->adopt_listener(fd);
-            if (config_.tls_port)
-                loops_.back()->adopt_tls_listener(role_ ? WorkerRole::tls_listener_fd(config_.threads, t) : tls_fds[t]);
+            for (unsigned b = 0; b < fds.binds; ++b) {
+                loops_.back()->adopt_listener(role_ ? fds.listener(b, t) : plain_fds[b * fds.threads + t]);
+                if (config_.tls_port)
+                    loops_.back()->adopt_tls_listener(role_ ? fds.tls_listener(b, t) : tls_fds[b * fds.threads + t]);
+            }
             loops_.back()->attach_stats(stats_, stats_.slots[first_slot_ + t]);
         }
-        if (config_.status_listen.empty()) return;
-        // Shared by every worker (operators' traffic is light); the first loop of each accepts on it.
-        int fd = role_ ? WorkerRole::status_listener_fd(config_.threads) : -1;
-        if (!role_) {
-            const HostPort where = parse_host_port(config_.status_listen);
-            fd = open_listener(where.address, where.port);
-            spdlog::info("/-/status and /metrics on {}:{} only", where.address, bound_port(fd));
+        // Shared by every worker (operators' traffic is light); the first loop of each accepts on them.
+        for (unsigned i = 0; i < fds.statuses; ++i) {
+            int fd = role_ ? fds.status_listener(i) : -1;
+            if (!role_) {
+                const HostPort where = parse_host_port(config_.status_listen[i]);
+                fd = open_listener(where.address, where.port);
+                spdlog::info("/-/status and /metrics on {} only", listening_address(where.address, bound_port(fd)));
+            }
+            loops_.front()->adopt_status_listener(fd);
         }
-        loops_.front()->adopt_status_listener(fd);
     }
 
     /// Alone and started as root: the sockets and the key process are made, so handler code
@@ -214,10 +225,13 @@ private:
 
     /// The loops start once the handlers found now are loaded or refused (their vetting runs on
     /// this thread meanwhile): no request meets a 404 for one of them. A stop that comes before
-    /// is kept, and acted on once the loops run.
+    /// is kept, and acted on once the loops run. A worker replacing one that served does not wait
+    /// for a version being vetted: the connections queued on its socket would (what the server
+    /// kept serves in its place).
     void load_first_versions() {
         bool settled = false;
-        supply_->start([&settled] { settled = true; });
+        const bool replacing = role_ && stats_.serving.load(std::memory_order_acquire) != 0;
+        supply_->start([&settled] { settled = true; }, !replacing);
         while (!settled && !early_stop_ && control_.run_one() > 0) {}
     }
 
@@ -235,12 +249,12 @@ private:
             spdlog::info("worker {} (pid {}) serving with {} event loop(s)", role_->index, ::getpid(), loops_.size());
             return;
         }
-        spdlog::info("cspd listening on {}:{}{} with {} event loop(s) in one process (no supervision); handlers "
+        spdlog::info("cspd listening on {}{} with {} event loop(s) in one process (no supervision); handlers "
                      "from {}, static files from {}",
-                     config_.bind_address, port_, config_.tls_port ? fmt::format(" (HTTPS on {})", tls_port_) : "",
+                     listening_addresses(config_.binds, port_), config_.tls_port ? fmt::format(" (HTTPS on {})", tls_port_) : "",
                      loops_.size(), config_.handlers_dir.string(), config_.www_dir.string());
         notifier_.emplace();
-        notifier_->ready(fmt::format("serving on {}:{} with {} loop(s), one process", config_.bind_address, port_,
+        notifier_->ready(fmt::format("serving on {} with {} loop(s), one process", listening_addresses(config_.binds, port_),
                                      loops_.size()));
         if (notifier_->watchdog_interval().count()) keep_service_alive();
     }
@@ -283,17 +297,17 @@ private:
         stuck_check_.expires_after(1s);
         stuck_check_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
-            const unsigned stuck = blocking_.stuck(std::chrono::seconds(config_.handler_timeout_s));
+            const unsigned stuck = blocking_.stuck(std::chrono::seconds(config_.connection.handler_timeout_s));
             if (stuck < blocking_.threads()) return check_stuck_calls();
             if (role_) {
                 spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
                               "replacing this worker",
-                              stuck, config_.handler_timeout_s);
+                              stuck, config_.connection.handler_timeout_s);
                 ::kill(::getpid(), SIGTERM);
             } else {
                 spdlog::error("all {} blocking-handler threads are stuck in calls longer than --handler-timeout {} s; "
                               "blocking handlers get 503 until they return (no master to replace this process)",
-                              stuck, config_.handler_timeout_s);
+                              stuck, config_.connection.handler_timeout_s);
                 check_stuck_calls();
             }
         });
@@ -393,8 +407,7 @@ int Server::run() {
     if (!std::filesystem::is_directory(config_.handlers_dir))
         throw std::runtime_error("handlers folder " + config_.handlers_dir.string() + " is not a folder");
     // Only the key process reads it: a worker (which may not even see it) leaves it to the master.
-    if (!role_ && !config_.certs_dir.empty() && !std::filesystem::is_directory(config_.certs_dir))
-        throw std::runtime_error("certificates folder " + config_.certs_dir.string() + " is not a folder");
+    if (!role_) check_certificates(config_);
     return Worker(config_, role_).run();
 }
 

@@ -3,13 +3,13 @@
 namespace cspd {
 
 SharedStatsMapping shared_counters_for(const Config& config, const std::optional<WorkerRole>& role) {
-    return role ? SharedStatsMapping::attach(WorkerRole::kStatsFd) : SharedStatsMapping::create(config.max_handlers);
+    return role ? SharedStatsMapping::attach(WorkerFds::kStats) : SharedStatsMapping::create(config.max_handlers);
 }
 
 std::optional<SharedStore> shared_store_for(const Config& config, const std::optional<WorkerRole>& role) {
     if (!config.kv_entries) return std::nullopt;
     const StoreLimits limits{config.kv_entries, config.kv_value_max, config.kv_quota_percent};
-    return role ? SharedStore::attach(WorkerRole::kStoreFd, limits) : SharedStore::create(limits);
+    return role ? SharedStore::attach(WorkerFds::kStore, limits) : SharedStore::create(limits);
 }
 
 }  // namespace cspd

@@ -5,27 +5,39 @@
 
 namespace cspd {
 
-struct WorkerRole {
-    static constexpr int kStatsFd = 3;          ///< the shared counters (memfd)
-    static constexpr int kStoreFd = 4;          ///< the store all workers share (memfd), with --kv-entries
-    static constexpr int kFirstListenerFd = 5;  ///< one listening socket per loop: 5, 6, …, then --status-listen's
-    /// Loop `loop`'s plain listening socket.
-    static constexpr int listener_fd(unsigned loop) { return kFirstListenerFd + static_cast<int>(loop); }
-    /// The --status-listen socket (whether or not there is one, the number is kept for it).
-    static constexpr int status_listener_fd(unsigned threads) { return kFirstListenerFd + static_cast<int>(threads); }
-    /// Loop `loop`'s HTTPS listening socket (--tls-port).
-    static constexpr int tls_listener_fd(unsigned threads, unsigned loop) {
-        return status_listener_fd(threads) + 1 + static_cast<int>(loop);
+/// Where a worker finds the descriptors its master hands down. Both compute the numbers from
+/// the same command line: loops per worker, --bind addresses and --status-listen addresses.
+struct WorkerFds {
+    static constexpr int kStats = 3;  ///< the shared counters (memfd)
+    static constexpr int kStore = 4;  ///< the store all workers share (memfd), with --kv-entries
+    static constexpr int kFirstListener = 5;
+
+    unsigned threads = 1;   ///< event loops per worker
+    unsigned binds = 1;     ///< --bind addresses: each loop has a plain (and an HTTPS) socket on each
+    unsigned statuses = 0;  ///< --status-listen addresses, served by the first loop
+
+    /// Loop `loop`'s plain listening socket on bind address `bind`.
+    constexpr int listener(unsigned bind, unsigned loop) const {
+        return kFirstListener + static_cast<int>(bind * threads + loop);
+    }
+    /// The `i`th --status-listen socket.
+    constexpr int status_listener(unsigned i) const { return listener(binds, 0) + static_cast<int>(i); }
+    /// Loop `loop`'s HTTPS listening socket (--tls-port) on bind address `bind`.
+    constexpr int tls_listener(unsigned bind, unsigned loop) const {
+        return status_listener(statuses) + static_cast<int>(bind * threads + loop);
     }
     /// The channel to the key process (with --tls-port).
-    static constexpr int keys_channel_fd(unsigned threads) { return tls_listener_fd(threads, threads); }
+    constexpr int keys_channel() const { return tls_listener(binds, 0); }
     /// The session ticket keys every worker shares (with --tls-port).
-    static constexpr int ticket_keys_fd(unsigned threads) { return keys_channel_fd(threads) + 1; }
+    constexpr int ticket_keys() const { return keys_channel() + 1; }
     /// The highest number a worker receives.
-    static constexpr int highest_fd(unsigned threads) { return ticket_keys_fd(threads); }
-    unsigned index = 0;                         ///< which worker (its listening sockets)
+    constexpr int highest() const { return ticket_keys(); }
+};
+
+struct WorkerRole {
+    unsigned index = 0;       ///< which worker (its listening sockets)
     pid_t master = 0;
-    unsigned first_slot = 0;                    ///< its loops' slots: first_slot … first_slot + threads - 1
+    unsigned first_slot = 0;  ///< its loops' slots: first_slot … first_slot + threads - 1
 };
 
 }  // namespace cspd

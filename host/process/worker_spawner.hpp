@@ -4,6 +4,7 @@
 // its handlers for them. It owns those descriptors for the master.
 #pragma once
 
+#include "process/worker_role.hpp"
 #include "common/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -28,14 +29,16 @@ public:
                               const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
                               unsigned short& port, unsigned short& tls_port);
 
-    /// `listeners` holds `threads` sockets per worker, and so does `tls_listeners` if not empty;
-    /// `store` and `status_listener` may be empty.
-    WorkerSpawner(std::vector<std::string> argv, unsigned threads, UniqueFd stats, UniqueFd store,
-                  std::vector<UniqueFd> listeners, UniqueFd status_listener, std::vector<UniqueFd> tls_listeners);
+    /// `listeners` holds, per worker, `fds.binds` × `fds.threads` sockets (by bind address, then
+    /// loop), and so does `tls_listeners` if not empty; `status_listeners` holds `fds.statuses`;
+    /// `store` may be empty.
+    WorkerSpawner(std::vector<std::string> argv, WorkerFds fds, UniqueFd stats, UniqueFd store,
+                  std::vector<UniqueFd> listeners, std::vector<UniqueFd> status_listeners,
+                  std::vector<UniqueFd> tls_listeners);
 
-    /// Moves `fd` above the numbers workers receive, so that no dup2 at spawn overwrites a
-    /// descriptor another dup2 still has to read. Throws on failure.
-    static UniqueFd above_worker_fds(UniqueFd fd, unsigned threads);
+    /// Moves `fd` above the numbers workers receive (`fds`), so that no dup2 at spawn overwrites
+    /// a descriptor another dup2 still has to read. Throws on failure.
+    static UniqueFd above_worker_fds(UniqueFd fd, const WorkerFds& fds);
 
     /// Starts worker `index`; its pid, or -1 with the reason in `error` (an errno value).
     /// `keys_channel`, if valid, is its channel to the key process.
@@ -48,11 +51,11 @@ public:
 
 private:
     std::vector<std::string> argv_;
-    unsigned threads_;
+    WorkerFds fds_;
     UniqueFd stats_;
     UniqueFd store_;
     std::vector<UniqueFd> listeners_;
-    UniqueFd status_listener_;
+    std::vector<UniqueFd> status_listeners_;
     std::vector<UniqueFd> tls_listeners_;
 };
 

@@ -8,6 +8,10 @@
 #include <string>
 
 namespace cspd {
+namespace {
+constexpr ResponseField kNoStore[] = {{"Cache-Control", "no-store"}};
+constexpr ResponseField kRetrySoon[] = {{"Retry-After", "1"}};
+}  // namespace
 
 std::optional<HttpStatus> BuiltinEndpoints::try_serve(Exchange& exchange) const {
     const std::string_view path = exchange.path;
@@ -26,9 +30,10 @@ HttpStatus BuiltinEndpoints::probe(Exchange& exchange, bool ready_probe) const {
     // healthy: the process answers. ready: it also takes new work (not draining).
     const bool draining = draining_ && *draining_;
     const HttpStatus status = ready_probe && draining ? HttpStatus::service_unavailable : HttpStatus::ok;
-    ResponseHead head = exchange.head(status, "text/plain; charset=utf-8");
-    head.extra_headers = "Cache-Control: no-store\r\n";
-    return exchange.send(head, !ready_probe ? "ok\n" : draining ? "draining\n" : "ready\n");
+    Response response = exchange.response(status, "text/plain; charset=utf-8",
+                                          !ready_probe ? "ok\n" : draining ? "draining\n" : "ready\n");
+    response.fields = kNoStore;
+    return exchange.send(response);
 }
 
 HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
@@ -42,32 +47,36 @@ HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
         spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
         return exchange.error(HttpStatus::internal_server_error);
     }
-    ResponseHead head =
-        exchange.head(HttpStatus::ok, metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
-    head.extra_headers = "Cache-Control: no-store\r\n";
-    return exchange.send(head, body);
+    Response response = exchange.response(
+        HttpStatus::ok, metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json", body);
+    response.fields = kNoStore;
+    return exchange.send(response);
 }
 
 HttpStatus BuiltinEndpoints::quarantined(Exchange& exchange) const {
-    ResponseHead head = exchange.head(HttpStatus::service_unavailable, "text/plain; charset=utf-8");
-    const std::string retry = "Retry-After: " + std::to_string(options_.retry_after_s) + "\r\n";
-    head.extra_headers = retry;
-    return exchange.send(head, "503 Service Unavailable: this handler version kept crashing and is quarantined "
-                               "until a new version is dropped in\n");
+    const std::string seconds = std::to_string(options_.retry_after_s);
+    const ResponseField retry[] = {{"Retry-After", seconds}};
+    Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
+                                          "503 Service Unavailable: this handler version kept crashing and is "
+                                          "quarantined until a new version is dropped in\n");
+    response.fields = retry;
+    return exchange.send(response);
 }
 
 HttpStatus BuiltinEndpoints::busy(Exchange& exchange) const {
-    ResponseHead head = exchange.head(HttpStatus::service_unavailable, "text/plain; charset=utf-8");
-    head.extra_headers = "Retry-After: 1\r\n";
-    return exchange.send(head, "503 Service Unavailable: every thread of this blocking handler's pool is busy "
-                               "and its queue is full\n");
+    Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
+                                          "503 Service Unavailable: every thread of this blocking handler's pool "
+                                          "is busy and its queue is full\n");
+    response.fields = kRetrySoon;
+    return exchange.send(response);
 }
 
 HttpStatus BuiltinEndpoints::full(Exchange& exchange) const {
-    ResponseHead head = exchange.head(HttpStatus::service_unavailable, "text/plain; charset=utf-8");
-    head.extra_headers = "Retry-After: 1\r\n";
-    return exchange.send(head, "503 Service Unavailable: the server holds as many connections as it may "
-                               "(--max-connections)\n");
+    Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
+                                          "503 Service Unavailable: the server holds as many connections as it "
+                                          "may (--max-connections)\n");
+    response.fields = kRetrySoon;
+    return exchange.send(response);
 }
 
 }  // namespace cspd

@@ -3,6 +3,7 @@
 // blocking handler whose pool is full.
 #pragma once
 
+#include "compression/compression_policy.hpp"
 #include "routing/exchange.hpp"
 
 #include <optional>
@@ -24,6 +25,7 @@ struct BuiltinOptions {
     unsigned slow_call_warn_ms = 50;    ///< --slow-call-warn (read by the Router's HandlerCall; 0: never)
     /// --https-redirect: the HTTPS port plain requests are sent to with a 308 (0: none; read by the Router)
     unsigned short https_redirect_port = 0;
+    CompressionPolicy compression;  ///< --compress-* (read by the Router)
 };
 
 class BuiltinEndpoints {

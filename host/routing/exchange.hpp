@@ -1,9 +1,8 @@
-// One request being answered: the request, who sent it, and the output its response
-// is appended to. Every route builds its response through it, so that each answer has
-// the same Date, keep-alive and HEAD handling.
+// One request being answered: the request, who sent it, and the sink its response goes to
+// (the protocol session). Every route answers through it, so that each answer has the same
+// framing, request id and error bodies.
 #pragma once
 
-#include "http/date_cache.hpp"
 #include "http/request_id.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
@@ -42,14 +41,14 @@ struct RequestContext {
 
 class Exchange {
 public:
-    Exchange(const HttpRequest& req, const RequestContext& context, DateCache& date, std::string& out)
+    Exchange(const HttpRequest& req, const RequestContext& context, ResponseSink& sink)
         : request(req), client(context.client), keep_alive(context.keep_alive),
-          http10(req.http_major == 1 && req.http_minor == 0), pending(context.pending), date_(date), out_(out) {}
+          http10(req.http_major == 1 && req.http_minor == 0), pending(context.pending), sink_(sink) {}
 
-    /// A head for `status` with the exchange's date and framing; the caller adds the rest.
-    ResponseHead head(HttpStatus status, std::string_view content_type) const;
-    /// Appends a complete response; returns its status.
-    HttpStatus send(const ResponseHead& head, std::string_view body);
+    /// A response of `status` with the exchange's request id; the caller adds the rest.
+    Response response(HttpStatus status, std::string_view content_type, std::string_view body = {}) const;
+    /// Sends `response`; returns its status.
+    HttpStatus send(const Response& response);
     /// A short text/plain error. A 400 closes the connection after it: a request that
     /// malformed says nothing good about the rest of the stream.
     HttpStatus error(HttpStatus status);
@@ -57,11 +56,10 @@ public:
     HttpStatus method_not_allowed();
     /// How a handler's answer to this exchange is framed.
     ResponseFrame frame() const {
-        return {keep_alive && !close_after, http10, request.head, !request_id_header.empty(), request.http_major == 2};
+        return {keep_alive && !close_after, http10, request.head, !request_id_header.empty(), compression};
     }
 
-    std::string& out() { return out_; }
-    DateCache& date() { return date_; }
+    ResponseSink& sink() { return sink_; }
 
     const HttpRequest& request;
     const ClientInfo& client;
@@ -72,10 +70,10 @@ public:
     RequestId id;              ///< this request's, unless the client sent a sane X-Request-Id
     std::string_view request_id_header;  ///< sent back as X-Request-Id, or empty (--request-id-header)
     bool close_after = false;  ///< the response said "Connection: close" on its own account
+    const CompressionPolicy* compression = nullptr;  ///< set by the router for answers it may compress
 
 private:
-    DateCache& date_;
-    std::string& out_;
+    ResponseSink& sink_;
 };
 
 }  // namespace cspd

@@ -3,26 +3,17 @@
 // handler's counters the same status, whichever way the answer came.
 #pragma once
 
-#include "http/date_cache.hpp"
 #include "http/request.hpp"
+#include "http/response.hpp"
 #include "http/status.hpp"
+#include "routing/answer_compression.hpp"
 
-#include <string>
+#include <span>
 #include <string_view>
 
 namespace cspd {
 
 struct HandlerStats;
-
-/// How an answer is framed, decided when its request was routed (an answer that comes later
-/// keeps it until then).
-struct ResponseFrame {
-    bool keep_alive = true;
-    bool http10 = false;
-    bool head_only = false;
-    bool request_id_header = false;  ///< the response says X-Request-Id
-    bool unframed = false;  ///< the protocol frames the body itself (HTTP/2): a stream's bytes go as they are
-};
 
 /// An answer's two statuses: what its handler returned (the resource's answer, which a reply
 /// cache may keep) and what was sent (the same, or a 304 or 412 the host answered for it, or
@@ -36,14 +27,16 @@ struct CallStatus {
 struct HandlerAnswer {
     HttpStatus status = HttpStatus::ok;
     std::string_view content_type;
-    std::string_view extra_headers;  ///< serialized header lines ("Name: value\r\n"...)
+    std::span<const ResponseField> fields;
     std::string_view body;
+    bool compress = true;  ///< false: the handler said CSP_COMPRESS_OFF
+    EncodedBodies* encoded = nullptr;  ///< a cached reply's compressed bodies (used, or filled)
 };
 
-/// Appends `answer` to `out` as the response to `request`: a 200 whose validators match the
+/// Sends `answer` to `sink` as the response to `request`: a 200 whose validators match the
 /// request's conditions becomes a 304 (no body) or a 412. The status sent is counted in
 /// `stats` (the handler's, or null). `request_id`: sent as X-Request-Id when the frame says so.
 CallStatus send_handler_answer(const HandlerAnswer& answer, const HttpRequest& request, const ResponseFrame& frame,
-                               std::string_view request_id, HandlerStats* stats, DateCache& date, std::string& out);
+                               std::string_view request_id, HandlerStats* stats, ResponseSink& sink);
 
 }  // namespace cspd

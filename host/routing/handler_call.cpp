@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace cspd {
 namespace {
@@ -54,10 +55,11 @@ private:
     std::uint64_t started_ = 0;
 };
 
-CallStatus failed(CallState& call, const ResponseFrame& frame, DateCache& date, std::string& out) {
+CallStatus failed(CallState& call, const ResponseFrame& frame, ResponseSink& sink) {
     if (call.stats) bump(call.stats->errors), bump(call.stats->requests[status_class(500)]);
-    append_error(out, HttpStatus::internal_server_error, date.now(), frame.keep_alive, frame.http10, frame.head_only,
-                 frame.request_id_header ? call.view.request_id() : std::string_view{});
+    sink.send(error_response(HttpStatus::internal_server_error,
+                             frame.request_id_header ? call.view.request_id() : std::string_view{}),
+              frame);
     return {HttpStatus::internal_server_error, HttpStatus::internal_server_error};
 }
 
@@ -155,16 +157,16 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     call.reply.set_pending_source(nullptr);
     call.reply.set_websocket_source(nullptr);
     if (call.reply.websocket()) {
-        status = accept_websocket(call, handler, returned, request, exchange.out());
+        status = answer_websocket(call, handler, returned, request, exchange.sink());
         return CallOutcome::answered;
     }
-    status = answer(call, handler, returned, frame, exchange.date(), exchange.out());
+    status = answer(call, handler, returned, frame, exchange.sink());
     return CallOutcome::answered;
 }
 
-CallStatus HandlerCall::accept_websocket(CallState& call, const HandlerVersion& handler,
+CallStatus HandlerCall::answer_websocket(CallState& call, const HandlerVersion& handler,
                                          const std::optional<int>& returned, const HttpRequest& request,
-                                         std::string& out) {
+                                         ResponseSink& sink) {
     if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));  // a blocking call's
     // The conversation is the session's already: whatever the handler returned, the 101 goes.
     if (returned != CSP_WS_ACCEPTED)
@@ -173,19 +175,36 @@ CallStatus HandlerCall::accept_websocket(CallState& call, const HandlerVersion& 
     // HTTP/2 accepts with a 200 (RFC 8441), HTTP/1.1 with its 101.
     const HttpStatus accepted = request.http_major == 2 ? HttpStatus::ok : HttpStatus::switching_protocols;
     if (call.stats) bump(call.stats->requests[status_class(code(accepted))]);
-    ws::append_accept(out, request, call.reply.websocket_protocol(),
-                      call.reply.websocket_extensions(), call.reply.extra_headers());
+    // HTTP/1.1's 101 says the upgrade and the key's answer; HTTP/2's 200 (RFC 8441 §5) neither.
+    std::string accept;
+    std::vector<ResponseField> fields;
+    if (accepted == HttpStatus::switching_protocols) {
+        accept = ws::accept_key(request.header("sec-websocket-key"));
+        fields.push_back({"Upgrade", "websocket"});
+        fields.push_back({"Connection", "Upgrade"});
+        fields.push_back({"Sec-WebSocket-Accept", accept});
+    }
+    if (!call.reply.websocket_protocol().empty()) fields.push_back({"Sec-WebSocket-Protocol", call.reply.websocket_protocol()});
+    if (!call.reply.websocket_extensions().empty())
+        fields.push_back({"Sec-WebSocket-Extensions", call.reply.websocket_extensions()});
+    const std::span<const ResponseField> set = call.reply.fields().list();
+    fields.insert(fields.end(), set.begin(), set.end());
+    Response response;
+    response.status = accepted;
+    response.fields = fields;
+    response.body_kind = BodyKind::stream;  // the conversation
+    sink.send(response, ResponseFrame{});
     return {accepted, accepted};
 }
 
 CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, const std::optional<int>& returned,
-                               const ResponseFrame& frame, DateCache& date, std::string& out) {
+                               const ResponseFrame& frame, ResponseSink& sink) {
     if (call.elapsed_ns) record_latency(call.stats, double(call.elapsed_ns));
-    if (!returned) return failed(call, frame, date, out);  // threw: already logged
+    if (!returned) return failed(call, frame, sink);  // threw: already logged
     if (!call.reply.consistent()) {
         spdlog::error("handler {}: left its reply buffer inconsistent (size beyond capacity, or moved data)",
                       handler.describe());
-        return failed(call, frame, date, out);
+        return failed(call, frame, sink);
     }
     const std::optional<HttpStatus> status = from_handler(*returned);
     if (!status) {
@@ -193,10 +212,14 @@ CallStatus HandlerCall::answer(CallState& call, const HandlerVersion& handler, c
             spdlog::error("handler {}: returned CSP_DEFERRED without csp_reply_defer", handler.describe());
         else
             spdlog::error("handler {}: returned invalid HTTP status {}", handler.describe(), *returned);
-        return failed(call, frame, date, out);
+        return failed(call, frame, sink);
     }
-    const HandlerAnswer answer{*status, call.reply.content_type(), call.reply.extra_headers(), call.reply.body()};
-    return send_handler_answer(answer, call.view.request(), frame, call.view.request_id(), call.stats, date, out);
+    const HandlerAnswer answer{*status, call.reply.content_type(), call.reply.fields().list(), call.reply.body(),
+                               call.reply.compress()};
+    // The id is looked up and formatted only when the answer says it (--request-id-header).
+    return send_handler_answer(answer, call.view.request(), frame,
+                               frame.request_id_header ? call.view.request_id() : std::string_view{}, call.stats,
+                               sink);
 }
 
 std::optional<int> HandlerCall::run_blocking_call(CallState& call) {

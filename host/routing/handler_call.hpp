@@ -1,6 +1,6 @@
 // Runs one handler call for the router: binds the request view and the reply buffer in
 // the handler's ABI, times the call and marks it for the watchdog and the crash reporter,
-// checks what the handler left, and appends the response. Every way a call can fail ends
+// checks what the handler left, and sends the response. Every way a call can fail ends
 // in one place: counted as the handler's error, answered 500, logged with the handler's name.
 //
 // A call whose answer is pending -- the handler deferred it, or it is a blocking handler's --
@@ -77,9 +77,9 @@ public:
                     std::string_view query, PendingCalls* pending, CallStatus& status);
 
     /// Checks what a finished call left (`returned`: the status it gave; empty if it threw, which
-    /// is logged already), counts it, appends the response to `out`. On the loop that routed the call.
+    /// is logged already), counts it, sends the response to `sink`. On the loop that routed the call.
     static CallStatus answer(CallState& call, const HandlerVersion& version, const std::optional<int>& returned,
-                             const ResponseFrame& frame, DateCache& date, std::string& out);
+                             const ResponseFrame& frame, ResponseSink& sink);
 
     /// Runs a blocking handler's call on the calling thread (a pool thread), timed into
     /// call.elapsed_ns and marked for the crash report: the status it returned, or empty if it
@@ -87,11 +87,12 @@ public:
     static std::optional<int> run_blocking_call(CallState& call);
 
     /// The handler accepted its request as a WebSocket (`returned`: what it returned, empty if it
-    /// threw): counts it and appends the accepting answer to `out`, HTTP/1.1's 101 or HTTP/2's 200,
-    /// with the headers the handler set. On the loop that routed the call.
-    static CallStatus accept_websocket(CallState& call, const HandlerVersion& version,
+    /// threw): counts it and sends the accepting answer to `sink`, HTTP/1.1's 101 or HTTP/2's 200,
+    /// with the fields the handler set. On the loop that routed the call.
+    /// (Every accept_websocket makes the link; this answers for it.)
+    static CallStatus answer_websocket(CallState& call, const HandlerVersion& version,
                                        const std::optional<int>& returned, const HttpRequest& request,
-                                       std::string& out);
+                                       ResponseSink& sink);
 
     /// After run() answered: the call's objects, until the next run().
     const CallState* answered() const { return current_.get(); }

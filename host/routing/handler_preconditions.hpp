@@ -5,15 +5,16 @@
 
 #include "http/preconditions.hpp"
 #include "http/request.hpp"
+#include "http/response_fields.hpp"
 
-#include <string_view>
+#include <span>
 
 namespace cspd {
 
-/// The validators among a reply's serialized header lines ("Name: value\r\n"...), if any.
-Validators validators_in(std::string_view header_lines);
+/// The validators among a reply's fields, if any.
+Validators validators_in(std::span<const ResponseField> fields);
 
-/// What a 200 with `header_lines` becomes for `request`: proceed, not_modified or failed.
-Precondition handler_precondition(const HttpRequest& request, std::string_view header_lines);
+/// What a 200 with `fields` becomes for `request`: proceed, not_modified or failed.
+Precondition handler_precondition(const HttpRequest& request, std::span<const ResponseField> fields);
 
 }  // namespace cspd

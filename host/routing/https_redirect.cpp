@@ -16,15 +16,15 @@ HttpStatus redirect_to_https(Exchange& exchange, unsigned short tls_port) {
         host = host.substr(0, colon);
     if (host.empty()) return exchange.error(HttpStatus::bad_request);  // HTTP/1.0 without Host: nowhere to send it
     const SplitTarget target = split_target(without_scheme_and_authority(exchange.request.target));
-    std::string location = "Location: https://";
+    std::string location = "https://";
     location.append(host);
     if (tls_port != 443) location.append(":").append(std::to_string(tls_port));
     location.append(target.path.empty() ? "/" : target.path);
     if (!target.query.empty()) location.append("?").append(target.query);
-    location.append("\r\n");
-    ResponseHead head = exchange.head(HttpStatus{308}, "text/plain; charset=utf-8");
-    head.extra_headers = location;
-    return exchange.send(head, "308 Permanent Redirect\n");
+    const ResponseField fields[] = {{"Location", location}};
+    Response response = exchange.response(HttpStatus{308}, "text/plain; charset=utf-8", "308 Permanent Redirect\n");
+    response.fields = fields;
+    return exchange.send(response);
 }
 
 }  // namespace cspd

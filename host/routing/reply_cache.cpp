@@ -10,19 +10,6 @@
 namespace cspd {
 namespace {
 
-/// True if serialized header lines ("Name: value\r\n"...) hold one called `name`.
-bool has_header_line(std::string_view lines, std::string_view name) {
-    while (!lines.empty()) {
-        const std::size_t end = lines.find("\r\n");
-        const std::string_view line = lines.substr(0, end);
-        const std::size_t colon = line.find(':');
-        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) return true;
-        if (end == std::string_view::npos) break;
-        lines.remove_prefix(end + 2);
-    }
-    return false;
-}
-
 bool varies_on(const std::vector<std::string>& vary, std::string_view name) {
     return std::any_of(vary.begin(), vary.end(), [&](const std::string& v) { return iequals(v, name); });
 }
@@ -94,7 +81,7 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
     if (max_bytes_ == 0 || reply.cache_seconds() == 0 || code(status) >= 500 || status == HttpStatus::partial_content ||
         status == HttpStatus::not_modified)
         return;
-    if (has_header_line(reply.extra_headers(), "set-cookie")) return;
+    if (reply.fields().contains("set-cookie")) return;
     const auto header_of = [&](std::string_view name) {
         const csp_str value = request.api->request_header(&request, name.data(), name.size());
         return std::string_view(value.data, value.size);
@@ -106,7 +93,7 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
         for (size_t i = 0; request.api->request_header_at(&request, i, &n, &v) == 0; ++i)
             if (iequals({n.data, n.size}, name)) take(std::string_view(v.data, v.size));
     };
-    const std::size_t bytes = sizeof(Entry) + reply.body().size() + reply.extra_headers().size() +
+    const std::size_t bytes = sizeof(Entry) + reply.body().size() + reply.fields().bytes() +
                               reply.content_type().size() + request.path.size + request.query.size + header_of("host").size() + 64;
     if (bytes > max_entry_bytes_) return;
 
@@ -123,8 +110,8 @@ void ReplyCache::store(const HandlerVersion& version, const csp_request& request
 
     auto [slot, inserted] = handler.entries.try_emplace(key);
     Entry& entry = slot->second;
-    entry.reply = {status, std::string(reply.content_type()), std::string(reply.extra_headers()),
-                   std::string(reply.body())};
+    entry.reply = {status, std::string(reply.content_type()), reply.fields(), std::string(reply.body()),
+                   reply.compress(), {}};
     entry.expires_ns = now_ns + std::int64_t(reply.cache_seconds()) * 1'000'000'000;
     entry.bytes = bytes;
     entry.handler = &handler;
@@ -142,8 +129,13 @@ void ReplyCache::forget(std::string_view name) {
     handlers_.erase(it);
 }
 
+void ReplyCache::grew(std::size_t more) {
+    bytes_ += more;
+    if (slot_) slot_->cache_bytes.store(bytes_, std::memory_order_relaxed);
+}
+
 void ReplyCache::erase(Entry& entry) {
-    bytes_ -= entry.bytes;
+    bytes_ -= entry.bytes + entry.reply.encoded.bytes;
     lru_.erase(entry.lru);
     Handler& handler = *entry.handler;
     handler.entries.erase(handler.entries.find(std::string_view(*entry.key)));

@@ -11,6 +11,8 @@
 #pragma once
 
 #include "http/request.hpp"
+#include "routing/answer_compression.hpp"
+#include "http/response_fields.hpp"
 #include "http/status.hpp"
 
 #include <cstddef>
@@ -32,7 +34,13 @@ struct LoopSlot;
 
 struct CachedReply {
     HttpStatus status = HttpStatus::ok;
-    std::string content_type, extra_headers, body;
+    std::string content_type;
+    ResponseFields fields;
+    std::string body;
+    bool compress = true;  ///< the handler left compression on (csp_reply_compress)
+    /// Its body in each coding (by ContentCoding), made by the first hit that asked for it, so
+    /// that no hit compresses again; counted with the entry (ReplyCache::grew).
+    mutable EncodedBodies encoded;
 };
 
 class ReplyCache {
@@ -60,6 +68,10 @@ public:
 
     /// Drops `handler`'s entries (it was replaced or removed).
     void forget(std::string_view handler);
+
+    /// A hit's entry grew by `more` bytes of compressed bodies (CachedReply::encoded counts them).
+    /// They are counted here, and make room at the next store, not before: the hit is being sent.
+    void grew(std::size_t more);
 
     std::size_t bytes() const { return bytes_; }
     std::size_t entries() const { return lru_.size(); }

@@ -19,6 +19,7 @@ namespace cspd {
 namespace {
 constexpr std::string_view kHandlerPrefix = "/csp/";
 constexpr std::size_t kStaticCacheBytes = 8 << 20;  // per loop: small files (64 KiB at most) in memory
+constexpr std::size_t kCompressedFilesBytes = 8 << 20;  // per loop: static files compressed on the fly
 
 /// RFC 3986 allows no spaces, tabs or other control bytes in a URI.
 bool has_control_bytes(std::string_view target) {
@@ -42,11 +43,12 @@ bool has_good_host(const HttpRequest& request, bool required) {
 }
 }  // namespace
 
-Router::Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options,
+Router::Router(const HandlerTable& handlers, const StaticFiles& www, BuiltinOptions options,
                const bool* draining)
-    : handlers_(handlers), www_(www), date_(date), builtin_(options, draining), cache_(options.reply_cache_bytes),
+    : handlers_(handlers), www_(www), builtin_(options, draining), cache_(options.reply_cache_bytes),
       request_id_header_(options.request_id_header), https_redirect_port_(options.https_redirect_port), static_options_{options.static_max_age_s},
-      static_cache_(www.watcher(), kStaticCacheBytes) {
+      static_cache_(www.watcher(), kStaticCacheBytes), compression_(std::move(options.compression)),
+      compressed_files_(kCompressedFilesBytes) {
     call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
@@ -59,10 +61,11 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
     builtin_.attach_stats(shared);
     call_.attach_stats(slot);
     cache_.attach_stats(slot);
+    compression_.counters = {slot.compressed_responses, &slot.compression_bytes_in, &slot.compression_bytes_out};
 }
 
-Routed Router::respond(const HttpRequest& request, const RequestContext& context, std::string& out) {
-    Exchange exchange(request, context, date_, out);
+Routed Router::respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink) {
+    Exchange exchange(request, context, sink);
     exchange.id = {id_prefix_, ++requests_};
     if (request_id_header_) {
         const std::string_view sent = request.header("x-request-id");
@@ -136,7 +139,8 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
             return *answered;
         }
     routed.responder = Responder::static_file;
-    return serve_static(www_, exchange, routed.body_file, static_options_, &static_cache_);
+    StaticCompression compression{&compression_, &compressed_files_};
+    return serve_static(www_, exchange, routed.body_file, static_options_, &static_cache_, &static_scratch_, &compression);
 }
 
 HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefix, std::string_view query,
@@ -147,6 +151,7 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
     const std::string_view path_info = slash == std::string_view::npos ? std::string_view("", 0) : after_prefix.substr(slash);
     const HandlerTable::Entry* handler = is_valid_handler_name(name) ? handlers_.find_entry(name) : nullptr;
     if (!handler) return exchange.error(HttpStatus::not_found);
+    exchange.compression = &compression_;  // a handler's answer may be compressed, now or later
     HandlerTable::Entry rolled_back;
     if (shared_) {
         const HandlerFileIdentity& file = handler->version->file();
@@ -171,10 +176,13 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
         if (const CachedReply* hit =
                 cache_.find(*handler->version, exchange.path, query, request, coarse_monotonic_now_ns())) {
             routed.cached = true;
-            const HandlerAnswer answer{hit->status, hit->content_type, hit->extra_headers, hit->body};
-            return send_handler_answer(answer, request, exchange.frame(), exchange.request_id_header, handler->stats,
-                                       exchange.date(), exchange.out())
-                .sent;
+            const HandlerAnswer answer{hit->status, hit->content_type, hit->fields.list(), hit->body, hit->compress,
+                                       &hit->encoded};
+            const std::size_t kept = hit->encoded.bytes;
+            const CallStatus sent = send_handler_answer(answer, request, exchange.frame(), exchange.request_id_header,
+                                                        handler->stats, exchange.sink());
+            if (hit->encoded.bytes != kept) cache_.grew(hit->encoded.bytes - kept);
+            return sent.sent;
         }
     CallStatus status;
     switch (call_.run(*handler, exchange, path_info, query, exchange.pending, status)) {

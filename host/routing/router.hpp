@@ -1,7 +1,7 @@
 // Decides what answers a request -- a /csp/ handler, one of the host's own endpoints,
-// or a static file -- after checking its target, and appends the response to the
-// caller's output. One Router per event loop; its scratch objects are reused by every
-// request on that loop.
+// or a static file -- after checking its target, and sends the response to the caller's
+// ResponseSink (the protocol session). One Router per event loop; its scratch objects are
+// reused by every request on that loop.
 #pragma once
 
 #include "handler/table.hpp"
@@ -37,7 +37,7 @@ struct Routed {
 class Router {
 public:
     /// /-/ready says 503 once `*draining` is true.
-    Router(const HandlerTable& handlers, const StaticFiles& www, DateCache& date, BuiltinOptions options = {},
+    Router(const HandlerTable& handlers, const StaticFiles& www, BuiltinOptions options = {},
            const bool* draining = nullptr);
 
     /// Counts every response into `slot`; handler calls are timed and marked there for the
@@ -46,8 +46,8 @@ public:
     /// /-/status and /metrics report HTTPS certificates from `board`.
     void attach_tls_status(const TlsStatusBoard& board) { builtin_.attach_tls_status(board); }
 
-    /// Appends the response to `request` to `out`, or hands the call to `context.pending`.
-    Routed respond(const HttpRequest& request, const RequestContext& context, std::string& out);
+    /// Sends the response to `request` to `sink`, or hands the call to `context.pending`.
+    Routed respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink);
 
     /// Counts a response sent later (a deferred or blocking handler's) with the others.
     void count_response(HttpStatus status);
@@ -66,17 +66,19 @@ private:
 
     const HandlerTable& handlers_;
     const StaticFiles& www_;
-    DateCache& date_;
     BuiltinEndpoints builtin_;
     HandlerCall call_;
     ReplyCache cache_;
     std::string decoded_path_;
+    std::string static_scratch_;  // a static file read for one answer
     std::uint32_t id_prefix_;     // random: ids of different loops and servers do not meet
     std::uint64_t requests_ = 0;  // this loop's, numbering its request ids
     bool request_id_header_;
     unsigned short https_redirect_port_;
     StaticOptions static_options_;
     StaticCache static_cache_;
+    CompressionPolicy compression_;
+    CompressedFiles compressed_files_;
     char id_buffer_[RequestId::kMaxText];
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;

@@ -64,6 +64,10 @@ bool compressible(std::string_view content_type) {
 void describe(const struct stat& st, std::string_view suffix, StaticFiles::File& file) {
     const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     file.mtime = st.st_mtim.tv_sec;
+    file.mtime_ns = mtime_ns;
+    file.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    file.device = static_cast<std::uint64_t>(st.st_dev);
+    file.inode = static_cast<std::uint64_t>(st.st_ino);
     const int n = std::snprintf(file.etag_text, sizeof file.etag_text, "\"%llx-%llx%.*s\"",
                                 static_cast<unsigned long long>(mtime_ns), static_cast<unsigned long long>(st.st_size),
                                 static_cast<int>(suffix.size()), suffix.data());
@@ -84,6 +88,10 @@ StaticFiles::File StaticFiles::facts_of(const File& file) {
     facts.content_type = file.content_type;
     facts.full_size = file.full_size;
     facts.mtime = file.mtime;
+    facts.mtime_ns = file.mtime_ns;
+    facts.ctime_ns = file.ctime_ns;
+    facts.device = file.device;
+    facts.inode = file.inode;
     facts.content_encoding = file.content_encoding;
     facts.has_variants = file.has_variants;
     std::copy(std::begin(file.etag_text), std::end(file.etag_text), std::begin(facts.etag_text));

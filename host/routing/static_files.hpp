@@ -8,6 +8,7 @@
 #include "routing/www_watch.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -34,6 +35,8 @@ public:
         std::string_view content_type;
         std::size_t full_size = 0;           ///< the whole file's
         std::time_t mtime = -1;              ///< for Last-Modified
+        std::int64_t mtime_ns = 0, ctime_ns = 0;  ///< with device, inode and full_size, the file's identity
+        std::uint64_t device = 0, inode = 0;
         std::string_view content_encoding;   ///< "br" or "gzip" for a precompressed sidecar; else empty
         bool has_variants = false;           ///< sidecars exist: the answer varies with Accept-Encoding
         char etag_text[48] = {};             ///< "<mtime ns hex>-<size hex>[-br|-gz]", quoted

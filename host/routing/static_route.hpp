@@ -4,9 +4,13 @@
 // for conditional requests (ETag, Last-Modified), 416, 301 to a folder's slash, 403, 404 or 405.
 #pragma once
 
+#include "routing/answer_compression.hpp"
+#include "routing/compressed_files.hpp"
 #include "routing/exchange.hpp"
 #include "routing/static_cache.hpp"
 #include "routing/static_files.hpp"
+
+#include <string>
 
 namespace cspd {
 
@@ -17,10 +21,20 @@ struct StaticOptions {
     int max_age_s = -1;  ///< --static-max-age: Cache-Control: max-age; -1: none
 };
 
-/// Answers `exchange` from `www`. For a large file only the head is appended and `body_file`
-/// is opened: its bytes (all, or the range) follow the head on the wire. With `cache`, small files
-/// are answered from memory once read.
+/// What serve_static needs to compress a file that has no sidecar, and what it did.
+struct StaticCompression {
+    const CompressionPolicy* policy = nullptr;  ///< --compress-*; null: never
+    CompressedFiles* kept = nullptr;            ///< the loop's compressed files
+};
+
+/// Answers `exchange` from `www`. For a large file the answer's body is the file's
+/// (BodyKind::file) and `body_file` is opened: its bytes (all, or the range) follow the head on
+/// the wire. With `cache`, small files are answered from memory once read; `scratch` (reused by
+/// the caller) holds a file read for one answer. With `compression`, a file of a compressible type
+/// without a sidecar, up to CompressedFiles::kMaxFileBytes, is sent compressed as a handler's answer
+/// is (routing/answer_compression.hpp), except to a Range request (206 stays identity).
 HttpStatus serve_static(const StaticFiles& www, Exchange& exchange, StaticFiles::File& body_file,
-                        const StaticOptions& options = {}, StaticCache* cache = nullptr);
+                        const StaticOptions& options = {}, StaticCache* cache = nullptr,
+                        std::string* scratch = nullptr, StaticCompression* compression = nullptr);
 
 }  // namespace cspd

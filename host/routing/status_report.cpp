@@ -35,9 +35,13 @@ struct HandlerSummary {
     std::optional<QuarantineEntry> rolled_back_from;  // the quarantined version the live one replaced again
 };
 
+// By ContentCoding - 1, as LoopSlot::compressed_responses counts them.
+constexpr const char* kCodingNames[3] = {"gzip", "br", "zstd"};
+
 struct Summary {
     std::uint64_t requests[5]{}, open_connections = 0, accepted = 0, replies_owed = 0, blocking_busy = 0, blocking_queued = 0,
                   blocking_refused = 0, cache_hits = 0, cache_misses = 0, cache_bytes = 0, access_log_dropped = 0;
+    std::uint64_t compressed[3]{}, compression_in = 0, compression_out = 0;
     std::uint64_t tls_handshakes[std::size_t(TlsVersion::count)]{}, tls_resumed = 0,
         tls_failures[std::size_t(TlsFailure::count)]{};
     std::map<std::string, HandlerSummary, std::less<>> handlers;
@@ -55,6 +59,9 @@ Summary summarize(const SharedStats& stats) {
         sum.blocking_refused += read(slot.blocking_refused);
         sum.cache_hits += read(slot.cache_hits);
         sum.cache_misses += read(slot.cache_misses);
+        for (std::size_t c = 0; c < 3; ++c) sum.compressed[c] += read(slot.compressed_responses[c]);
+        sum.compression_in += read(slot.compression_bytes_in);
+        sum.compression_out += read(slot.compression_bytes_out);
         sum.access_log_dropped += read(slot.access_log_dropped);
         for (std::size_t v = 0; v < std::size_t(TlsVersion::count); ++v) sum.tls_handshakes[v] += read(slot.tls_handshakes[v]);
         sum.tls_resumed += read(slot.tls_resumed);
@@ -263,6 +270,15 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store, c
     family(out, "cspd_reply_cache_misses_total", "counter",
            "Requests to handlers that cache, for which no live entry was found.");
     sample(out, "cspd_reply_cache_misses_total", "", double(sum.cache_misses));
+    family(out, "cspd_compressed_responses_total", "counter",
+           "Handler answers sent compressed, by content coding (reply cache hits included).");
+    for (std::size_t c = 0; c < 3; ++c)
+        sample(out, "cspd_compressed_responses_total", std::string("encoding=\"") + kCodingNames[c] + "\"",
+               double(sum.compressed[c]));
+    family(out, "cspd_compression_bytes_total", "counter",
+           "Bytes the compressors took in and gave out (a cached compressed body is not compressed again).");
+    sample(out, "cspd_compression_bytes_total", "direction=\"in\"", double(sum.compression_in));
+    sample(out, "cspd_compression_bytes_total", "direction=\"out\"", double(sum.compression_out));
     family(out, "cspd_access_log_dropped_total", "counter",
            "Access log lines dropped because the log's writer was too far behind (a slow disk, a pipe nobody reads).");
     sample(out, "cspd_access_log_dropped_total", "", double(sum.access_log_dropped));
@@ -374,6 +390,11 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     doc["blocking_calls"] = {{"running", sum.blocking_busy}, {"queued", sum.blocking_queued},
                              {"refused", sum.blocking_refused}};
     doc["reply_cache"] = {{"hits", sum.cache_hits}, {"misses", sum.cache_misses}, {"bytes", sum.cache_bytes}};
+    doc["compression"] = {{"responses", {{kCodingNames[0], sum.compressed[0]},
+                                         {kCodingNames[1], sum.compressed[1]},
+                                         {kCodingNames[2], sum.compressed[2]}}},
+                          {"bytes_in", sum.compression_in},
+                          {"bytes_out", sum.compression_out}};
     doc["worker_restarts"] = read(stats.worker_restarts);
     add_protocol_status(doc, stats);
     if (tls) doc["tls"] = tls_status(sum, *tls);

@@ -86,10 +86,15 @@ struct AnswerFacts {
     bool cached = false;
     std::string_view request_id;
 
-    /// `answer` went out (the first bytes of an answer begin with its head).
+    /// HTTP/1: `answer` went out (the first bytes of an answer begin with its head).
     void count_sent(std::string_view answer) {
         body_bytes += answer.size() - (bytes == 0 ? response_head_size(answer) : 0);
         bytes += answer.size();
+    }
+    /// A protocol that frames head and body apart (HTTP/2): `head` bytes of head, `body` of body.
+    void count_parts(std::uint64_t head, std::uint64_t body) {
+        bytes += head + body;
+        body_bytes += body;
     }
 };
 

@@ -1,6 +1,7 @@
 // One client connection: a transport carrying a protocol session. This is what the loop keeps
 // in its ConnectionList and asks to start, tick, drain and close, whatever the connection
-// speaks; each protocol (HTTP/1 now) is a class derived from it, the sibling of the others.
+// speaks; each protocol (HTTP/1, HTTP/2, and a WebSocket after HTTP/1's upgrade) is a class
+// derived from it, the sibling of the others.
 //
 // Lifetime: shared_ptr. Every wait of its transport holds it (TransportUser::share), and so
 // does every pending async operation of its session; it dies when none does. The loop's

@@ -2,7 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "common/crash_context.hpp"
-#include "http/response.hpp"
+#include "http/http1_response.hpp"
 #include "serving/protocols/http1_session.hpp"
 #include "serving/loop_inbox.hpp"
 #include "stats/shared_stats.hpp"
@@ -35,7 +35,7 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
       work_blocks_(Http1Session::work_bytes()),
       // Only the flag's address, which the router keeps: context_ itself is built after it.
-      router_(handlers_, www, date_, options.routing, std::addressof(context_.draining)),
+      router_(handlers_, www, options.routing, std::addressof(context_.draining)),
       context_{.io = io_,
                .limits = options.connection,
                .router = router_,
@@ -45,12 +45,6 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
                .connections = connections_,
                .reads = read_watch_,
                .inbox = std::make_shared<LoopInbox>(io_)},
-      acceptor_(io_, "loop " + std::to_string(index),
-                [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::plain); }),
-      status_acceptor_(io_, "loop " + std::to_string(index) + " (status address)",
-                       [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::status); }),
-      tls_acceptor_(io_, "loop " + std::to_string(index) + " (HTTPS)",
-                    [this](int fd, const tcp::endpoint& peer) { admit(fd, peer, Port::tls); }),
       tick_timer_(io_), drain_warning_(io_) {
     if (options.access_log) {
         access_lines_.emplace(*options.access_log, options.worker);
@@ -70,9 +64,7 @@ EventLoop::~EventLoop() {
     // Handlers told of it may finish their replies at once: those finishes still get in.
     context_.ending = true;
     connections_.for_each([](Connection& c) { c.close(); });
-    acceptor_.close();
-    status_acceptor_.close();
-    tls_acceptor_.close();
+    for (const Listening& listening : listening_) listening.acceptor->close();
     tick_timer_.cancel();
     drain_warning_.cancel();
     io_.restart();
@@ -83,11 +75,20 @@ EventLoop::~EventLoop() {
     io_.poll();
 }
 
-void EventLoop::adopt_listener(int fd) { acceptor_.adopt(fd); }
+void EventLoop::adopt_listener(int fd) { adopt(fd, Port::plain, ""); }
 
-void EventLoop::adopt_status_listener(int fd) { status_acceptor_.adopt(fd); }
+void EventLoop::adopt_status_listener(int fd) { adopt(fd, Port::status, " (status address)"); }
 
-void EventLoop::adopt_tls_listener(int fd) { tls_acceptor_.adopt(fd); }
+void EventLoop::adopt_tls_listener(int fd) { adopt(fd, Port::tls, " (HTTPS)"); }
+
+void EventLoop::adopt(int fd, Port port, const char* what) {
+    auto acceptor = std::make_unique<Acceptor>(io_, "loop " + std::to_string(index_) + what,
+                                               [this, port](int accepted, const tcp::endpoint& peer) {
+                                                   admit(accepted, peer, port);
+                                               });
+    acceptor->adopt(fd);
+    listening_.push_back({port, std::move(acceptor)});
+}
 
 void EventLoop::use_certificates(std::shared_ptr<const TlsContexts> contexts) {
     post([this, contexts = std::move(contexts)]() mutable { context_.tls = std::move(contexts); });
@@ -110,9 +111,7 @@ void EventLoop::run() {
         set_crash_flag(&slot_->crashed);
     }
     context_.inbox->bind_to_this_thread();
-    acceptor_.start();
-    status_acceptor_.start();
-    tls_acceptor_.start();
+    for (const Listening& listening : listening_) listening.acceptor->start();
     tick();
     io_.run();
 }
@@ -132,12 +131,10 @@ void EventLoop::begin_drain(std::chrono::seconds deadline) {
         // Connections already queued on the socket reached a server that was open: take them
         // (they are answered with Connection: close) before closing it, which would reset them.
         taking_backlog_ = true;
-        acceptor_.take_backlog();
-        tls_acceptor_.take_backlog();
+        for (const Listening& listening : listening_)
+            if (listening.port != Port::status) listening.acceptor->take_backlog();
         taking_backlog_ = false;
-        acceptor_.close();
-        status_acceptor_.close();
-        tls_acceptor_.close();
+        for (const Listening& listening : listening_) listening.acceptor->close();
         if (connections_.empty()) {
             tick_timer_.cancel();
             drain_warning_.cancel();
@@ -203,7 +200,8 @@ void EventLoop::say_no_certificate() {
 void EventLoop::refuse_overload(int fd) {
     // Over --max-connections: a short, honest answer and a close, never a silent hang.
     std::string answer;
-    append_error(answer, HttpStatus::service_unavailable, date_.now(), false, false);
+    write_http1(answer, error_response(HttpStatus::service_unavailable), ResponseFrame{.keep_alive = false},
+                date_.now());
     ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
 }

@@ -23,7 +23,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace cspd {
 
@@ -47,7 +49,8 @@ public:
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
 
-    /// Takes over a listening socket (see open_listener); the loop closes it when it drains.
+    /// Takes over a listening socket (see open_listener), one per --bind address; the loop closes
+    /// it when it drains.
     void adopt_listener(int fd);
     /// Takes over the --status-listen socket: its connections may ask for /-/status and /metrics.
     void adopt_status_listener(int fd);
@@ -84,6 +87,8 @@ public:
 
 private:
     enum class Port : std::uint8_t { plain, tls, status };
+    /// A listening socket of `port`'s kind; `what` follows the loop's name in its log lines.
+    void adopt(int fd, Port port, const char* what);
     /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
     void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, Port port);
     /// At most once a second: an HTTPS connection came while no certificate serves.
@@ -108,9 +113,13 @@ private:
     Router router_;  // reads context_.draining for /-/ready
     std::optional<AccessLines> access_lines_;  // with --access-log; outlives the connections
     LoopContext context_;
-    Acceptor acceptor_;
-    Acceptor status_acceptor_;  // open only with --status-listen, on one loop per process
-    Acceptor tls_acceptor_;     // open only with --tls-port
+    // Its sockets: one per --bind address (and per address again with --tls-port), and on one
+    // loop per process, one per --status-listen address.
+    struct Listening {
+        Port port;
+        std::unique_ptr<Acceptor> acceptor;
+    };
+    std::vector<Listening> listening_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer drain_warning_;
     std::uint32_t last_overload_log_ = ~0u;

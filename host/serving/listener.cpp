@@ -76,6 +76,7 @@ void refuse_if_taken(const sockaddr_storage& storage, socklen_t length, unsigned
     if (probe < 0) fail(probe, "socket");
     int one = 1;
     ::setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (storage.ss_family == AF_INET6) ::setsockopt(probe, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     const bool taken = ::bind(probe, reinterpret_cast<const sockaddr*>(&storage), length) != 0 && errno == EADDRINUSE;
     ::close(probe);
     if (!taken) return;
@@ -86,7 +87,24 @@ void refuse_if_taken(const sockaddr_storage& storage, socklen_t length, unsigned
 }
 }  // namespace
 
-int open_listener(const std::string& address, unsigned short port, bool joining) {
+std::string listening_address(const std::string& address, unsigned short port) {
+    const bool v6 = address.find(':') != std::string::npos && !address.starts_with('[');
+    return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+std::string listening_addresses(const std::vector<std::string>& addresses, unsigned short port) {
+    std::string text;
+    for (const std::string& address : addresses) {
+        if (!text.empty()) text += " and ";
+        text += listening_address(address, port);
+    }
+    return text;
+}
+
+int open_listener(const std::string& bracketed, unsigned short port, bool joining) {
+    const std::string address = bracketed.size() >= 2 && bracketed.front() == '[' && bracketed.back() == ']'
+                                    ? bracketed.substr(1, bracketed.size() - 2)
+                                    : bracketed;
     sockaddr_storage storage{};
     socklen_t length;
     auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
@@ -108,6 +126,9 @@ int open_listener(const std::string& address, unsigned short port, bool joining)
     if (fd < 0) fail(fd, "socket");
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // [::] is IPv6's alone: 0.0.0.0 beside it is another --bind, not a conflict.
+    if (storage.ss_family == AF_INET6 && ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+        fail(fd, "IPV6_V6ONLY");
     // Every loop of every worker listens on the same port; the kernel spreads connections.
     if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) fail(fd, "SO_REUSEPORT");
     if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) fail(fd, "cannot listen on " + where);

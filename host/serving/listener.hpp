@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace cspd {
 
@@ -12,8 +13,14 @@ namespace cspd {
 /// non-blocking. Throws with the reason (bad address, in use) on failure. The first socket of
 /// an address (`joining` false) must find nobody listening there already, whoever it is (it is
 /// named when it can be found): SO_REUSEPORT shares a port with this server's own sockets only.
-/// The others (`joining`) join it.
+/// The others (`joining`) join it. `address` may be bracketed ("[::1]"); an IPv6 one listens
+/// for IPv6 only (IPV6_V6ONLY), so that 0.0.0.0 and :: can be listened on side by side.
 int open_listener(const std::string& address, unsigned short port, bool joining = false);
+
+/// "0.0.0.0:8080", "[::1]:8080": as logs and messages show where a socket listens.
+std::string listening_address(const std::string& address, unsigned short port);
+/// The same for each of `addresses`, joined with " and ".
+std::string listening_addresses(const std::vector<std::string>& addresses, unsigned short port);
 
 /// "127.0.0.1:9100" or "[::1]:9100" → address and port. Throws std::invalid_argument.
 struct HostPort {

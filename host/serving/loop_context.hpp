@@ -7,6 +7,7 @@
 #include "routing/exchange.hpp"
 #include "routing/router.hpp"
 #include "serving/buffer_pool.hpp"
+#include "serving/connection_limits.hpp"
 #include "serving/connection_list.hpp"
 #include "serving/read_watch.hpp"
 
@@ -21,28 +22,6 @@
 
 namespace cspd {
 
-/// What the command line says about each connection.
-struct ConnectionLimits {
-    std::size_t max_head_bytes = 8 * 1024;
-    std::size_t max_body_bytes = 1024 * 1024;
-    unsigned keepalive_timeout_s = 15;
-    unsigned header_timeout_s = 10;
-    unsigned handler_timeout_s = 10;  ///< a blocking call past it: its client gets 504 (0: never)
-    unsigned pending_timeout_s = 60;  ///< a deferred reply past it: its client gets 504 (0: never)
-    std::size_t memory_body_bytes = 1024 * 1024;  ///< larger bodies go to a temporary file (0: never)
-    std::filesystem::path upload_dir;             ///< where (empty: the system's temporary folder)
-    /// A body must keep coming at this rate, bytes/s, measured over each --header-timeout (0: any).
-    unsigned min_body_rate = 500;
-    /// A client that takes none of the bytes owed to it this long is closed (HTTP/1: the socket
-    /// stays full; HTTP/2: the socket, or the flow-control window, stays shut).
-    unsigned send_timeout_s = 30;
-    bool http2 = true;              ///< h2c by prior knowledge is served (h2 by ALPN is the TLS contexts')
-    unsigned h2_max_streams = 128;  ///< SETTINGS_MAX_CONCURRENT_STREAMS
-    std::size_t ws_max_message = 1024 * 1024;  ///< a WebSocket message past it: close 1009
-    unsigned ws_ping_interval_s = 30;          ///< a WebSocket that read nothing this long is pinged (0: never)
-    unsigned ws_idle_timeout_s = 300;          ///< a WebSocket that read nothing this long is closed (0: never)
-    bool ws_deflate = true;                    ///< permessage-deflate is accepted when a client offers it
-};
 
 class AccessLines;
 class TlsContexts;

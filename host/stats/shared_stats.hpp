@@ -132,6 +132,8 @@ struct LoopSlot {
     Counter ws_bytes_in, ws_bytes_out;       // on the wire, frames and all
     Counter ws_closes[kWsCloseKinds];        // conversations ended, by how (kWsCloseNames)
     Counter ws_delivered;                    // published messages taken to a subscriber (the fan-out)
+    Counter compressed_responses[3];         // answers sent compressed, by coding: gzip, br, zstd
+    Counter compression_bytes_in, compression_bytes_out;  // what the coders took and gave (not cached bodies)
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
 
     std::span<HandlerStats> handlers() noexcept { return handler_entries.get(); }
@@ -166,6 +168,9 @@ struct SharedStats {
     Counter worker_restarts;
     Seqlock<QuarantineList> quarantine;         // written by the master (stats/quarantine_list)
     std::atomic<std::uint32_t> quarantined{0};  // its count, so that the request path checks one word
+    // Set by the master once every worker has served: a worker that starts later is a replacement,
+    // and serves at once what the others serve rather than wait for a version being vetted.
+    std::atomic<std::uint32_t> serving{0};
     SegmentArray<CrashCount> crash_counts;  // --max-handlers of them, after the loops' entries
     LoopSlot slots[kMaxSlots];
     std::uint64_t segment_bytes = 0;  // the whole segment: this and the arrays after it

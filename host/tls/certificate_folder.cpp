@@ -24,16 +24,28 @@ bool stamp_of(const std::filesystem::path& path, std::int64_t& mtime_ns, std::ui
     mode = static_cast<unsigned>(st.st_mode & 07777);
     return true;
 }
-/// Why the file holding a private key must not serve, or empty: any account can read it
-/// (handler code runs as one), which would make the key process pointless. Judged on the file
-/// itself, through links (as sshd judges a key file).
-std::string key_exposure(const std::filesystem::path& file) {
+/// Why the file holding a private key must not serve, or empty: any account can read it, or the
+/// one handler code runs as can (its owner, or in its group), which would make the key process
+/// pointless. Judged on the file itself, through links (as sshd judges a key file).
+std::string key_exposure(const std::filesystem::path& file, const std::optional<KeyOutsider>& outsider) {
     struct stat st {};
-    if (::stat(file.c_str(), &st) != 0 || !(st.st_mode & (S_IROTH | S_IWOTH))) return {};
+    if (::stat(file.c_str(), &st) != 0) return {};
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return "its private key " + file.filename().string() + " can be read by any account (mode " + mode +
-           "), handler code included: chmod 600 " + file.string();
+    const std::string key = "its private key " + file.filename().string();
+    if (st.st_mode & (S_IROTH | S_IWOTH))
+        return key + " can be read by any account (mode " + mode + "), handler code included: chmod 600 " +
+               file.string();
+    if (!outsider) return {};
+    if (st.st_uid == outsider->uid && (st.st_mode & (S_IRUSR | S_IWUSR)))
+        return key + " belongs to " + outsider->name + ", the account handler code runs as (mode " + mode +
+               "): chown root " + file.string();
+    const bool in_group =
+        std::find(outsider->groups.begin(), outsider->groups.end(), st.st_gid) != outsider->groups.end();
+    if (in_group && (st.st_mode & (S_IRGRP | S_IWGRP)))
+        return key + " can be read through its group by " + outsider->name +
+               ", the account handler code runs as (mode " + mode + "): chmod 600 " + file.string();
+    return {};
 }
 /// certbot's layout: a folder per name (live/NAME/) holding fullchain.pem and privkey.pem (links
 /// into ../../archive/, followed), beside cert.pem and chain.pem, which add nothing to them.
@@ -82,12 +94,17 @@ bool CertificateFolder::rescan(std::int64_t now) {
     if (ec) spdlog::warn("certificates: cannot read {}: {}", dir_.string(), ec.message());
 
     bool changed = false;
+    unpaired_.clear();
     std::vector<Tracked> next;
     for (auto& [found_name, files] : found) {
         const std::string& name = found_name;  // a plain reference: lambdas below may capture it
         // NAME.pem wins over a NAME.crt + NAME.key pair beside it; a lone .crt or .key waits for its partner.
         const bool single = !files.pem.empty();
-        if (!single && (files.crt.empty() || files.key.empty())) continue;
+        if (!single && (files.crt.empty() || files.key.empty())) {
+            unpaired_.push_back(files.crt.empty() ? name + ".key: no " + name + ".crt beside it"
+                                                  : name + ".crt: no " + name + ".key beside it");
+            continue;
+        }
         const std::filesystem::path& chain = single ? files.pem : files.crt;
         const std::filesystem::path key = single ? std::filesystem::path() : files.key;
 
@@ -107,7 +124,7 @@ bool CertificateFolder::rescan(std::int64_t now) {
             tracked.pem = pem_stamp;
             tracked.key = key_stamp;
             LoadedCertificate loaded;
-            if (std::string exposed = key_exposure(single ? chain : key); !exposed.empty())
+            if (std::string exposed = key_exposure(single ? chain : key, outsider_); !exposed.empty())
                 loaded.refusal = std::move(exposed);
             else
                 loaded = load_certificate(chain, key, now);
@@ -142,6 +159,18 @@ bool CertificateFolder::rescan(std::int64_t now) {
     entries_.clear();
     for (const Tracked& t : tracked_) entries_.push_back(t.entry);
     return changed;
+}
+
+std::string CertificateFolder::why_none_serves() const {
+    for (const Entry& entry : entries_)
+        if (entry.serving) return {};
+    std::string why = "no certificate in " + dir_.string() + " can serve";
+    if (entries_.empty() && unpaired_.empty())
+        return why + ": it holds no NAME.pem (key and chain), no NAME.crt with its NAME.key, and no certbot "
+                     "fullchain.pem with its privkey.pem (in live/NAME/)";
+    for (const Entry& entry : entries_) why += "\n  " + entry.file + ": " + entry.refusal;
+    for (const std::string& lone : unpaired_) why += "\n  " + lone;
+    return why;
 }
 
 std::vector<std::shared_ptr<const Certificate>> CertificateFolder::serving(std::size_t& default_index) const {

@@ -10,13 +10,24 @@
 
 #include "tls/certificate.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cspd {
+
+/// The account handler code runs as: a private key it could read (as owner, through a group
+/// or as anyone) is refused, or the key process would be pointless.
+struct KeyOutsider {
+    std::string name;
+    uid_t uid = 0;
+    std::vector<gid_t> groups;  ///< its own and the supplementary ones
+};
 
 class CertificateFolder {
 public:
@@ -28,7 +39,9 @@ public:
         std::int64_t refused_at = 0;                     ///< Unix seconds
     };
 
-    explicit CertificateFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    /// `outsider`: the account handler code runs as, if not root (any account is kept out anyway).
+    explicit CertificateFolder(std::filesystem::path dir, std::optional<KeyOutsider> outsider = {})
+        : dir_(std::move(dir)), outsider_(std::move(outsider)) {}
 
     /// Looks at the folder again (`now`: Unix seconds, for validity). True when what serves
     /// changed. Refusals are logged as they happen.
@@ -38,6 +51,8 @@ public:
     const std::vector<Entry>& entries() const { return entries_; }
     /// Every certificate that serves, by NAME; `default_index` is NAME "default"'s, else 0.
     std::vector<std::shared_ptr<const Certificate>> serving(std::size_t& default_index) const;
+    /// Why none of the files seen by the last rescan serves, file by file; empty if one does.
+    std::string why_none_serves() const;
 
 private:
     struct Stamp {
@@ -53,8 +68,10 @@ private:
     };
 
     std::filesystem::path dir_;
+    std::optional<KeyOutsider> outsider_;
     std::vector<Tracked> tracked_;
     std::vector<Entry> entries_;
+    std::vector<std::string> unpaired_;  // NAME.crt or NAME.key found without its partner
 };
 
 }  // namespace cspd

@@ -80,8 +80,8 @@ bool is_pss_encoding(std::string_view block, int modulus_bits) {
     return false;
 }
 
-KeyService::KeyService(const std::filesystem::path& certs, bool self_signed) {
-    if (!certs.empty()) folder_.emplace(certs);
+KeyService::KeyService(const std::filesystem::path& certs, bool self_signed, std::optional<KeyOutsider> outsider) {
+    if (!certs.empty()) folder_.emplace(certs, std::move(outsider));
     if (self_signed) {
         std::string pem = make_self_signed_pem();
         LoadedCertificate made = parse_certificate("(--tls-self-signed)", pem, pem, std::int64_t(std::time(nullptr)));

@@ -24,7 +24,7 @@ namespace cspd {
 class KeyService {
 public:
     /// `certs`: the folder, or empty; `self_signed`: serve one made now while the folder has none.
-    KeyService(const std::filesystem::path& certs, bool self_signed);
+    KeyService(const std::filesystem::path& certs, bool self_signed, std::optional<KeyOutsider> outsider = {});
 
     /// Looks at the folder again; a change makes a new generation.
     void rescan(std::int64_t now);

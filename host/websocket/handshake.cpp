@@ -99,24 +99,4 @@ bool offers_protocol(const HttpRequest& request, std::string_view protocol) {
     return offered;
 }
 
-void append_accept(std::string& out, const HttpRequest& request, std::string_view protocol,
-                   std::string_view extensions, std::string_view extra_headers) {
-    if (request.http_major == 2) {
-        // RFC 8441 §5: a 2xx opens the tunnel; the key and its accept belong to HTTP/1.1's handshake.
-        out.append("HTTP/1.1 200 OK\r\n");
-        if (!protocol.empty()) out.append("Sec-WebSocket-Protocol: ").append(protocol).append("\r\n");
-        if (!extensions.empty()) out.append("Sec-WebSocket-Extensions: ").append(extensions).append("\r\n");
-        out.append(extra_headers);
-        out.append("\r\n");
-        return;
-    }
-    out.append("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ");
-    out.append(accept_key(request.header("sec-websocket-key")));
-    out.append("\r\n");
-    if (!protocol.empty()) out.append("Sec-WebSocket-Protocol: ").append(protocol).append("\r\n");
-    if (!extensions.empty()) out.append("Sec-WebSocket-Extensions: ").append(extensions).append("\r\n");
-    out.append(extra_headers);
-    out.append("\r\n");
-}
-
 }  // namespace cspd::ws

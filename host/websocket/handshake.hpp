@@ -31,10 +31,4 @@ bool offers_protocol(const HttpRequest& request, std::string_view protocol);
 /// Whether a comma-separated field value lists `token` (compared without case).
 bool lists_token(std::string_view value, std::string_view token);
 
-/// Appends the answer that accepts `request` (HTTP/1.1: the 101; HTTP/2: a 200, in HTTP/1's format
-/// as every answer is written), choosing `protocol` (empty: none) and `extensions`
-/// (empty: none), with `extra_headers` (serialized lines, e.g. Set-Cookie) before the blank line.
-void append_accept(std::string& out, const HttpRequest& request, std::string_view protocol,
-                   std::string_view extensions, std::string_view extra_headers);
-
 }  // namespace cspd::ws

@@ -5,13 +5,10 @@
 // browser context of its own, so its own connections: over https, Chromium carries the WebSocket
 // on the page's HTTP/2 connection (RFC 8441) when the server allows it. Prints one JSON line;
 // exits non-zero on any failure.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const [url] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launchChromium();
 const result = { tries: 0 };
 try {
   const open = async () => {

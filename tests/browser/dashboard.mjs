@@ -3,15 +3,12 @@
 // Opens URL, waits for hello and xpng to show as live, drops GOOD_SO in as "dropped.so" and waits
 // for it to appear, drops BAD_SO in as "broken.so" and waits for its refusal reason, then saves
 // screenshots (desktop and phone widths). Prints one JSON line; exits non-zero on any failure.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 import { copyFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 
 const [url, handlers, good, bad, screenshots] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launchChromium();
 const result = {};
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

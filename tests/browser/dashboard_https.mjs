@@ -4,13 +4,10 @@
 // show as live and for the HTTPS certificates table to list CERTIFICATE_FILE as serving, checks
 // the page came over TLS and over HTTP/2 (the navigation's and every fetch's nextHopProtocol is
 // "h2": ALPN chose it), and saves a screenshot. Prints one JSON line; exits non-zero on any failure.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const [url, certificate, screenshot] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launchChromium();
 const result = {};
 try {
   const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 } });

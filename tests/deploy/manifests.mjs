@@ -99,7 +99,8 @@ if (deployment) {
   if (!equal(deployment.spec.selector.matchLabels, labels)) problem("the Deployment's selector is not its pods' labels");
   const container = pod.containers.find((c) => c.name === "cspd");
   const args = container.args || [];
-  const flags = new Map();
+  const flags = new Map();  // a flag's first value
+  const every = new Map();  // all of a flag's values (--bind and --status-listen repeat)
   for (const arg of args) {
     const m = /^(--[a-z-]+)(?:=(.*))?$/.exec(arg);
     if (!m) {
@@ -107,14 +108,22 @@ if (deployment) {
       continue;
     }
     if (!new RegExp(`(^|[ ,])${m[1]}[ =]`, "m").test(help)) problem(`flag ${m[1]} is not in cspd --help`);
-    flags.set(m[1], m[2]);
+    if (!flags.has(m[1])) flags.set(m[1], m[2]);
+    every.set(m[1], [...(every.get(m[1]) || []), m[2]]);
   }
+  // Both families: a cluster with IPv6 pod addresses reaches the pod too.
+  const binds = every.get("--bind") || [];
+  if (!binds.includes("0.0.0.0") || !binds.includes("[::]"))
+    problem(`--bind is not 0.0.0.0 and [::] (both families): ${binds.join(", ") || "none"}`);
   const port = (name) => (container.ports || []).find((p) => p.name === name);
   if (!port("http") || String(port("http").containerPort) !== flags.get("--port"))
     problem(`container port "http" is not --port (${flags.get("--port")})`);
-  const statusListen = flags.get("--status-listen") || "";
-  if (!port("metrics") || !statusListen.endsWith(`:${port("metrics").containerPort}`))
-    problem(`container port "metrics" is not --status-listen's (${statusListen})`);
+  const statusListens = every.get("--status-listen") || [];
+  for (const statusListen of statusListens)
+    if (!port("metrics") || !statusListen.endsWith(`:${port("metrics").containerPort}`))
+      problem(`container port "metrics" is not --status-listen's (${statusListen})`);
+  if (!statusListens.some((s) => s.startsWith("0.0.0.0:")) || !statusListens.some((s) => s.startsWith("[::]:")))
+    problem(`--status-listen is not on both families: ${statusListens.join(", ") || "none"}`);
   const probe = (name, path) => {
     const p = container[name];
     if (!p || !p.httpGet) return problem(`no ${name}`);

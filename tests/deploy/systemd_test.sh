@@ -2,7 +2,8 @@
 # deploy/systemd, checked offline (this test needs no running systemd):
 #   1. systemd-analyze verify finds nothing to say about cspd.service;
 #   2. its sandbox rates "OK" or better in systemd-analyze security (exposure <= 2.0 of 10);
-#   3. every flag in ExecStart is one cspd --help lists, and TimeoutStopSec covers the drain;
+#   3. every flag in ExecStart is one cspd --help lists, TimeoutStopSec covers the drain, and it
+#      listens (and answers /-/status) on both families;
 #   4. systemd-sysusers makes the user from cspd.sysusers;
 #   5. logrotate itself runs cspd.logrotate against a live cspd (master + 2 workers): the old file
 #      is rotated, and the master and both workers write to the new one after its postrotate.
@@ -42,6 +43,9 @@ drain=$(grep -oE -- '--drain-timeout [0-9]+' <<< "$exec_start" | awk '{print $2}
 stop=$(grep '^TimeoutStopSec=' "$unit" | cut -d= -f2)
 [ "$stop" -gt $((drain + 2)) ] || fail "TimeoutStopSec=$stop does not cover --drain-timeout $drain + the master's 2 s"
 grep -q '^Type=notify$' "$unit" || fail "not Type=notify"
+grep -q -- '--bind 0.0.0.0 --bind \[::\]' <<< "$exec_start" || fail "ExecStart does not listen on both families"
+grep -q -- '--status-listen 127.0.0.1:9100 --status-listen \[::1\]:9100' <<< "$exec_start" ||
+  fail "ExecStart's status address is not on both families"
 grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$unit" || fail "ExecReload does not send SIGHUP"
 
 echo "-- 4. systemd-sysusers"

@@ -53,7 +53,7 @@ struct Harness {
         options.connection.keepalive_timeout_s = 1;
         options.connection.header_timeout_s = 1;
         options.connection.send_timeout_s = 1;
-        options.connection.h2_max_streams = 16;
+        options.connection.http2.max_streams = 16;
         loop = std::make_unique<cspd::EventLoop>(0, options, *www);
         loader = std::make_unique<cspd::HandlerLoader>(dir);
         // ws_echo: extended CONNECTs (RFC 8441) become WebSocket conversations on their streams.

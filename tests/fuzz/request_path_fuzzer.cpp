@@ -1,6 +1,7 @@
 // libFuzzer target: bytes in -> parse -> route -> handler -> serialized response,
 // with no sockets. Every input is fed twice: whole, and cut in two at a place the
 // input chooses, so both the in-place and the copied parse paths are exercised.
+#include "http/http1_response.hpp"
 #include "handler/loader.hpp"
 #include "http/parser.hpp"
 #include "routing/router.hpp"
@@ -45,11 +46,12 @@ struct Harness final : cspd::RequestSink {
             auto loaded = loader->load(name, file);
             if (loaded.version) table.set(name, loaded.version);
         }
-        router = std::make_unique<cspd::Router>(table, *www, date);
+        router = std::make_unique<cspd::Router>(table, *www);
     }
 
     cspd::SinkAction on_request(const cspd::HttpRequest& request) override {
-        cspd::Routed routed = router->respond(request, {cspd::ClientInfo{"127.0.0.1", 1}, request.keep_alive}, out);
+        cspd::Http1Writer writer(out, date);
+        cspd::Routed routed = router->respond(request, {cspd::ClientInfo{"127.0.0.1", 1}, request.keep_alive}, writer);
         if (routed.body_file.is_open()) cspd::StaticFiles::read_into(routed.body_file, out);
         // A response must never carry the file outside www/ -- unless the request itself held the
         // marker and a handler echoed it back.

@@ -8,6 +8,7 @@
 //   6 cleanup_fault  cleanup dereferences null, once a request was served (so vetting passes)
 //   7 leak           each call keeps ?mb=N MiB (default 8), touched, never freed
 //   8 exit_blocking  as exit_call, from a blocking handler (its call runs on the pool's thread)
+//   9 init_thread_fault  init starts a thread of its own that faults 1.5 s later
 // Otherwise each answers "MODE ok".
 #include <csp/csp.h>
 
@@ -72,10 +73,17 @@ int init(void** state) {
     // init returns well, and the thread it started faults 1.5 s later: every worker that loads
     // this version dies, whatever it serves. (Later than a vetting process lives, even under the
     // sanitizers, whose exit is slow: one still alive then would fence the version instead.)
+    // init waits until the thread sleeps in libc: a vetting process unloads the version when init
+    // returns, and a thread not yet started would then run unmapped code in the vetting process
+    // (which fenced the version once under load, and the case tested was lost).
+    static std::atomic<bool> started{false};
     std::thread([] {
+        started = true;
         usleep(1500000);
         *nowhere = 9;
     }).detach();
+    while (!started) usleep(1000);
+    usleep(20000);
 #endif
     return 0;
 }

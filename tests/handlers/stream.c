@@ -9,6 +9,7 @@
  *   /big?mb=N     N MiB, driven by CSP_AGAIN and on-writable
  *   /flood        writes regardless of CSP_AGAIN until the host refuses
  *   /forever      one write, then nothing until on-abort
+ *   /sse_once     one server-sent event ("tick", "first"), then nothing until on-abort
  *   /cut          one write, then cut short (finished with 500)
  *   /deferred     deferred first, streamed later from a timer
  *   /created      status 201 and a header of its own
@@ -162,12 +163,12 @@ static int handle(const csp_request *req, csp_reply *reply) {
         return CSP_DEFERRED;
     }
     if (is(path, "/prefix")) csp_reply_puts(reply, "prefix\n");
-    if (is(path, "/sse")) csp_reply_set_content_type(reply, "text/event-stream");
+    if (is(path, "/sse") || is(path, "/sse_once")) csp_reply_set_content_type(reply, "text/event-stream");
     if (is(path, "/created")) csp_reply_add_header(reply, "X-Stream", "yes");
     csp_stream *s = csp_reply_stream(reply, is(path, "/created") ? 201 : 200);
     if (!s) return 500;
     csp_pending *p = csp_stream_pending(s);
-    csp_pending_on_abort(p, on_abort, is(path, "/forever") ? s : NULL);
+    csp_pending_on_abort(p, on_abort, is(path, "/forever") || is(path, "/sse_once") ? s : NULL);
     if (is(path, "/chunks") || is(path, "/created")) {
         int n = arg(req, "n", 3);
         for (int i = 0; i < n; ++i) {
@@ -219,6 +220,8 @@ static int handle(const csp_request *req, csp_reply *reply) {
         end(s); /* -1: the host cut it */
     } else if (is(path, "/forever")) {
         csp_stream_puts(s, "tick\n");
+    } else if (is(path, "/sse_once")) {
+        csp_stream_event(s, "tick", "first");
     } else if (is(path, "/cut")) {
         csp_stream_puts(s, "partial\n");
         csp_pending_finish(p, 500);

@@ -59,6 +59,26 @@ TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
     EXPECT_TRUE(std::filesystem::exists(artifacts / "dashboard-phone.png"));
 }
 
+TEST(CompressionInChromium, AJsonAnswerAndAServerSentEventDecodeAsTheyCome) {
+    // Chromium offers zstd, br and gzip: a JSON answer comes compressed and decodes whole, and a
+    // stream that sends one event and then nothing delivers that event while it stays open.
+    TestServer server({"--threads", "1"}, false);
+    for (const char* name : {"compressible.so", "stream.so"})
+        std::filesystem::copy_file(test_handler(name), server.handlers() / name);
+    server.start();
+    int status = -1;
+    const std::string out = run("node " + std::string(CSPD_SOURCE_DIR) + "/tests/browser/compressed.mjs http://127.0.0.1:" +
+                                    std::to_string(server.port()) + " 2>&1",
+                                status);
+    ASSERT_EQ(status, 0) << out << server.log();
+    std::string last = out.substr(0, out.find_last_not_of("\n") + 1);
+    last = last.substr(last.rfind('\n') + 1);  // the script's line: its last
+    const auto result = nlohmann::json::parse(last);
+    EXPECT_TRUE(result.at("ok").get<bool>()) << out;
+    std::printf("Chromium got %s: %d bytes on the wire for %d\n", result.at("json_coding").get<std::string>().c_str(),
+                result.at("json_encoded_size").get<int>(), result.at("json_decoded_size").get<int>());
+}
+
 TEST(Dashboard, LoadsOverHttpsWithHttp2AndListsTheCertificateServing) {
     TempDir certs;
     const auto pem = certs / "default.pem";

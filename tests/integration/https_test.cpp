@@ -8,6 +8,7 @@
 // requests come through the record layer whole.
 #include "http_client.hpp"
 #include "command.hpp"
+#include "loopback.hpp"
 #include "test_server.hpp"
 
 #include "tls/self_signed.hpp"
@@ -83,19 +84,6 @@ std::string fingerprint_of(const std::string& pem, const TempDir& dir) {
     return out;
 }
 
-/// A raw TCP connection to 127.0.0.1:`port`.
-int connect_to(unsigned short port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in where{};
-    where.sin_family = AF_INET;
-    where.sin_port = htons(port);
-    where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /// Reads until the peer closes or `timeout` passes; what came, and whether it closed.
 std::pair<std::string, bool> read_until_close(int fd, std::chrono::milliseconds timeout) {
@@ -342,6 +330,35 @@ TEST_F(Https, CertbotsFolderForOneNameServesToo) {
     EXPECT_EQ(server_->log().find("refused"), std::string::npos) << server_->log();
 }
 
+TEST_F(Https, AFolderWithNothingThatCanServeStopsTheStartNamingEachFileAndWhy) {
+    // As nginx: HTTPS that could only reset handshakes does not start, and says why file by file.
+    TempDir empty;
+    const auto start_with = [&](const std::filesystem::path& certs) {
+        return run_command("timeout 20 " + std::string(CSPD_BINARY) + " --port 0 --tls-port 0 --workers 1 --certs " +
+                           certs.string() + " --handlers " + empty.path().string() + " --www " +
+                           empty.path().string() + (::geteuid() == 0 ? " --user root" : "") + " 2>&1; echo exit=$?");
+    };
+    const std::string nothing = start_with(certs());
+    EXPECT_NE(nothing.find("no certificate in " + certs().string() + " can serve: it holds no NAME.pem"),
+              std::string::npos) << nothing;
+    EXPECT_NE(nothing.find("exit=1"), std::string::npos) << nothing;
+
+    write_file(certs() / "broken.pem", "not a certificate\n");
+    const std::string open_pem = certificate_for({"DNS:open.test"}, "open");
+    write_file(certs() / "open.pem", open_pem);
+    std::filesystem::permissions(certs() / "open.pem", std::filesystem::perms(0644));
+    write_file(certs() / "lone.crt", open_pem.substr(open_pem.find("-----BEGIN CERTIFICATE-----")));
+    const std::string out = start_with(certs());
+    EXPECT_NE(out.find("exit=1"), std::string::npos) << out;
+    EXPECT_NE(out.find("no certificate in " + certs().string() + " can serve"), std::string::npos) << out;
+    EXPECT_NE(out.find("broken.pem: no certificate found"), std::string::npos) << out;
+    EXPECT_NE(out.find("open.pem: its private key open.pem can be read by any account (mode 0644)"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("lone.crt: no lone.key beside it"), std::string::npos) << out;
+    EXPECT_NE(out.find("--tls-self-signed serves a stand-in"), std::string::npos) << out;
+    EXPECT_EQ(out.find("listening"), std::string::npos) << out;
+}
+
 TEST_F(Https, AKeyAnyAccountCanReadIsRefusedWithItsModeUntilFixed) {
     // Handler code runs as some account: a key it could read would make the key process pointless.
     write_file(certs() / "default.pem", certificate_for({"DNS:localhost"}));
@@ -387,7 +404,7 @@ TEST_F(Https, StalledHandshakesAndGarbageRecordsCloseWithoutCostingAWorker) {
     start({"--header-timeout", "1"});
     const std::vector<pid_t> workers = server_->worker_pids();
     // Half a ClientHello, then nothing: closed after --header-timeout (the tick may add a second).
-    const int stalled = connect_to(tls_port_);
+    const int stalled = connect_loopback(tls_port_);
     ASSERT_GE(stalled, 0);
     const unsigned char half_hello[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00};
     ASSERT_EQ(::send(stalled, half_hello, sizeof half_hello, MSG_NOSIGNAL), ssize_t(sizeof half_hello));
@@ -398,7 +415,7 @@ TEST_F(Https, StalledHandshakesAndGarbageRecordsCloseWithoutCostingAWorker) {
     // A record header, then noise; and noise from the first byte.
     std::mt19937 random(7);
     for (const bool as_record : {true, false}) {
-        const int fd = connect_to(tls_port_);
+        const int fd = connect_loopback(tls_port_);
         std::string noise = as_record ? std::string("\x16\x03\x03\x00\x40", 5) : std::string();
         for (int i = 0; i < 64; ++i) noise.push_back(static_cast<char>(random() % 256 | (as_record ? 0 : 0x80)));
         ::send(fd, noise.data(), noise.size(), MSG_NOSIGNAL);
@@ -507,7 +524,7 @@ TEST_F(Https, StatusAndMetricsShowCertificatesHandshakesAndFailures) {
     ASSERT_TRUE(python_client(tls_port_, "--tls 1.2").value("ok", false));
     EXPECT_FALSE(python_client(tls_port_, "--tls 1.1").value("ok", true));
     EXPECT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(tls_port_) + "/"), "400");
-    const int stalled = connect_to(tls_port_);
+    const int stalled = connect_loopback(tls_port_);
     EXPECT_TRUE(read_until_close(stalled, 5s).second);
     ::close(stalled);
 

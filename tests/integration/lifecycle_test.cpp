@@ -1,4 +1,5 @@
 // Start-up, command line and graceful stop of the real binary.
+#include "command.hpp"
 #include "http_client.hpp"
 #include "test_server.hpp"
 #include "sanitizers.hpp"
@@ -11,6 +12,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <regex>
 #include <thread>
 
 namespace cspd::test {
@@ -28,6 +34,17 @@ std::string run_and_capture(const std::string& args, int& exit_code) {
     int status = ::pclose(pipe);
     exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return out;
+}
+
+TEST(Lifecycle, AWorkerKeepsMoreFreedBlocksPerSizeThanGlibcsSeven) {
+    // An HTTP/2 read that ends dozens of streams frees more than glibc's per-thread cache keeps:
+    // workers start with a larger one (worker_spawner.cpp), unless the operator set their own.
+    TestServer server({"--workers", "1"});
+    const pid_t worker = server.worker_pid();
+    ASSERT_GT(worker, 0);
+    std::ifstream file("/proc/" + std::to_string(worker) + "/environ", std::ios::binary);
+    const std::string environment((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(environment.find(std::string("GLIBC_TUNABLES=glibc.malloc.tcache_count=64") + '\0'), std::string::npos);
 }
 
 TEST(Lifecycle, PrintsHelpAndVersion) {
@@ -98,6 +115,46 @@ TEST(Lifecycle, ASecondServerOnTheSameAddressRefusesToStartAndTheFirstKeepsEvery
     EXPECT_EQ(first.stop(), 0);
 }
 
+TEST(Lifecycle, ListensOnEveryBindAddressIPv4AndIPv6AtOnceWithIPv6Only) {
+    // --bind twice: 127.0.0.1 (the test server's own) and [::], each with the plain port, the
+    // HTTPS port and a status address of its own, in both workers.
+    TestServer server({"--bind", "[::]", "--workers", "2", "--tls-port", "0", "--tls-self-signed", "--status-listen",
+                       "127.0.0.1:0", "--status-listen", "[::1]:0"},
+                      false);
+    std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    server.start();
+    ASSERT_TRUE(server.wait_for_log("handler hello: loaded"));
+    const std::string port = std::to_string(server.port()), tls = std::to_string(server.tls_port());
+    EXPECT_NE(server.log().find("listening on 127.0.0.1:" + port + " and [::]:" + port + " (HTTPS on " + tls + ")"),
+              std::string::npos)
+        << server.log();
+    const auto status_of = [](const std::string& url) {
+        return run_command("curl -sg -k -o /dev/null -w '%{http_code}' --max-time 5 '" + url + "'");
+    };
+    for (int i = 0; i < 8; ++i) {  // new connections: both workers' sockets
+        EXPECT_EQ(status_of("http://127.0.0.1:" + port + "/csp/hello"), "200");
+        EXPECT_EQ(status_of("http://[::1]:" + port + "/csp/hello"), "200");
+        EXPECT_EQ(status_of("https://127.0.0.1:" + tls + "/csp/hello"), "200");
+        EXPECT_EQ(status_of("https://[::1]:" + tls + "/csp/hello"), "200");
+    }
+    const std::string text = server.log();
+    std::smatch v4, v6;
+    ASSERT_TRUE(std::regex_search(text, v4, std::regex(R"(/metrics on 127\.0\.0\.1:(\d+) only)"))) << text;
+    ASSERT_TRUE(std::regex_search(text, v6, std::regex(R"(/metrics on \[::1\]:(\d+) only)"))) << text;
+    EXPECT_EQ(status_of("http://127.0.0.1:" + v4[1].str() + "/-/status"), "200");
+    EXPECT_EQ(status_of("http://[::1]:" + v6[1].str() + "/metrics"), "200");
+    // [::] is IPv6's alone: another IPv4 address is free on the same port (a dual-stack socket
+    // would hold every IPv4 address too).
+    const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in other{};
+    other.sin_family = AF_INET;
+    other.sin_port = htons(server.port());
+    ::inet_pton(AF_INET, "127.0.0.2", &other.sin_addr);
+    EXPECT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&other), sizeof other), 0) << std::strerror(errno);
+    ::close(probe);
+    EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Lifecycle, StopsOnSigtermWithExitCodeZero) {
     TestServer server;
     std::filesystem::copy_file(shipped_handler("hello.so"), server.handlers() / "hello.so");
@@ -160,6 +217,20 @@ TEST(Lifecycle, ACrashingHandlerIsNamedInTheReport) {
         EXPECT_TRUE(server.wait_for_log("cspd: CRASH: signal"));
         EXPECT_TRUE(server.wait_for_log("in handler crash.so#1"));
         EXPECT_TRUE(server.wait_for_log("cspd: backtrace:"));
+        // Its frames name the file the user built (not the private copy loaded), with an offset
+        // addr2line takes on that file: it names the function that faulted.
+        EXPECT_TRUE(server.wait_for_log("(handler crash.so#1, ")) << server.log();
+        const std::string text = server.log();
+        std::smatch frame;
+        ASSERT_TRUE(std::regex_search(text, frame, std::regex(R"(\ncrash\.so\+0x([0-9a-f]+) \(handler crash\.so#1, \d+ bytes, fnv [0-9a-f]{16}; addr2line -f -e crash\.so 0x\1\))")))
+            << text;
+        if (std::string(how) == "segv") {  // the faulting instruction itself (a call's return address may be past its function)
+            EXPECT_EQ(run_command("addr2line -f -e " + test_handler("crash.so").string() + " 0x" + frame[1].str() +
+                                  " | head -1"),
+                      "crash\n");
+        }
+        const std::string report = text.substr(text.find("cspd: backtrace:"));
+        EXPECT_FALSE(std::regex_search(report, std::regex(R"(/cspd-\d+-)"))) << "a private copy's path:\n" << report;
         // The master saw the real cause of death and put a new worker in its place.
         EXPECT_TRUE(server.wait_for_log("killed by signal")) << server.log();
         EXPECT_TRUE(eventually([&] {

@@ -1,6 +1,7 @@
 // Load and abuse over real sockets, bounded in time and count, loopback only.
 #include "http_client.hpp"
 #include "load_client.hpp"
+#include "loopback.hpp"
 #include "test_server.hpp"
 #include "sanitizers.hpp"
 
@@ -41,18 +42,6 @@ std::size_t open_fds(pid_t pid) {
     return n;
 }
 
-int connect_to(unsigned short port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /// Milliseconds for one whole request on a new connection.
 double time_one_request(unsigned short port) {
@@ -69,7 +58,7 @@ TEST(Load, SlowLorisConnectionsNeitherStarveOthersNorStay) {
 
     std::vector<int> slow;
     for (int i = 0; i < 1000; ++i) {
-        int fd = connect_to(server.port());
+        int fd = connect_loopback(server.port());
         ASSERT_GE(fd, 0) << "connection " << i;
         const char* start = "GET /csp/hello HTTP/1.1\r\nHost: h\r\nX-Slow: ";
         ::send(fd, start, std::strlen(start), MSG_NOSIGNAL);

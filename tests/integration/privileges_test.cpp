@@ -252,6 +252,39 @@ TEST_F(Privileges, AHostileHandlerFindsNoPrivateKeyInItsWorkerAndCannotOpenTheKe
     std::cout << found;
 }
 
+TEST_F(Privileges, AKeyTheWorkersAccountCanReadAsOwnerOrThroughItsGroupIsRefused) {
+    // Not only a key any account can read: one that handler code's own account can, as its
+    // owner or through a group it is in (0640 root:nogroup with workers as nobody).
+    TempDir open_dir;
+    const auto certs = open_dir / "certs";
+    std::filesystem::create_directories(certs);
+    const auto write_key = [&](const std::string& file, const std::string& name, mode_t mode, uid_t uid, gid_t gid) {
+        SelfSignedSpec spec;
+        spec.alt_names = {"DNS:" + name};
+        std::ofstream(certs / file) << make_self_signed_pem(spec);
+        ASSERT_EQ(::chown((certs / file).c_str(), uid, gid), 0);
+        ASSERT_EQ(::chmod((certs / file).c_str(), mode), 0);
+    };
+    write_key("default.pem", "localhost", 0600, 0, 0);
+    start({"--user", "nobody", "--workers", "1", "--tls-port", "0", "--certs", certs.string()});
+    server_->start();
+    const gid_t nobody_gid = ::getpwnam("nobody")->pw_gid;
+    write_key("grouped.pem", "grouped.test", 0640, 0, nobody_gid);
+    ASSERT_TRUE(server_->wait_for_log("grouped.pem: refused: its private key grouped.pem can be read through its group "
+                                      "by nobody, the account handler code runs as (mode 0640): chmod 600 " +
+                                      (certs / "grouped.pem").string()))
+        << server_->log();
+    write_key("owned.pem", "owned.test", 0600, nobody_uid_, 0);
+    ASSERT_TRUE(server_->wait_for_log("owned.pem: refused: its private key owned.pem belongs to nobody, the account "
+                                      "handler code runs as (mode 0600): chown root " +
+                                      (certs / "owned.pem").string()))
+        << server_->log();
+    // The fix named is enough: a chmod, and the file serves.
+    ASSERT_EQ(::chmod((certs / "grouped.pem").c_str(), 0600), 0);
+    EXPECT_TRUE(server_->wait_for_log("certificate grouped.pem: serving grouped.test", 10s)) << server_->log();
+    EXPECT_EQ(server_->log().find("certificate owned.pem: serving"), std::string::npos);
+}
+
 TEST_F(Privileges, AKilledKeyProcessIsStartedAgainAndHandshakesFailFastMeanwhile) {
     TempDir open_dir;
     const auto certs = open_dir / "certs";

@@ -1,5 +1,6 @@
 // The real binary over real sockets: what a client sees.
 #include "http_client.hpp"
+#include "loopback.hpp"
 #include "test_server.hpp"
 
 #include <gtest/gtest.h>
@@ -261,14 +262,8 @@ TEST_F(ServingTest, SurvivesClientsThatResetMidResponse) {
     std::ofstream(server.www() / "large.bin", std::ios::binary) << std::string(8 << 20, 'x');
     for (const char* target : {"/large.bin", "/csp/big"}) {
         for (int i = 0; i < 5; ++i) {
-            int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-            int small = 4096;
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-            sockaddr_in addr{};
-            addr.sin_family = AF_INET;
-            addr.sin_port = htons(server.port());
-            addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+            const int fd = connect_loopback(server.port(), 4096);
+            ASSERT_GE(fd, 0);
             std::string request = std::string("GET ") + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
             ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
             char some[1024];

@@ -1,4 +1,6 @@
 #include "http_client.hpp"
+
+#include "loopback.hpp"
 #include "sanitizers.hpp"
 
 #include <arpa/inet.h>
@@ -21,22 +23,13 @@ std::string HttpResponse::header(const std::string& lower_name) const {
 }
 
 HttpClient::HttpClient(unsigned short port, std::chrono::milliseconds timeout) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) throw std::system_error(errno, std::system_category(), "socket");
+    fd_ = connect_loopback(port);
+    if (fd_ < 0) throw std::system_error(errno, std::system_category(), "connect");
     timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        int err = errno;
-        ::close(fd_);
-        throw std::system_error(err, std::system_category(), "connect");
-    }
 }
 
 unsigned short HttpClient::local_port() const {

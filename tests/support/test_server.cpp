@@ -109,6 +109,9 @@ int TestServer::stop(std::chrono::milliseconds timeout) {
     // Under the sanitizers a worker's leak or undefined behaviour must fail the test, even
     // though the master carried on (crashes that tests cause on purpose are not these).
     const std::string text = log();
+    if (::testing::Test::HasFailure())  // a failure that came before is read with what the server said
+        std::cerr << "note: the test failed; the server's log ends:\n"
+                  << text.substr(text.size() > 12000 ? text.size() - 12000 : 0) << "\n";
     for (const char* report : {"ERROR: LeakSanitizer", ": runtime error: "})
         if (auto at = text.find(report); at != std::string::npos)
             ADD_FAILURE() << "sanitizer report in the server's log:\n" << text.substr(at > 2000 ? at - 2000 : 0, 6000);

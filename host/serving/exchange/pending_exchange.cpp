@@ -1,9 +1,7 @@
 #include "serving/exchange/pending_exchange.hpp"
 
-#include "http/response.hpp"
 #include "routing/router.hpp"
 #include "stats/shared_stats.hpp"
-#include "websocket/deflate.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -34,30 +32,36 @@ struct PendingExchange::Watch {
 PendingExchange::PendingExchange(asio::io_context& io, std::shared_ptr<LoopInbox> inbox, std::unique_ptr<CallState> call,
                                  ResponseFrame frame, bool blocking, std::shared_ptr<Waiter> waiter)
     : io_(io), inbox_(std::move(inbox)), call_(std::move(call)), frame_(frame), blocking_(blocking),
-      waiter_(std::move(waiter)) {
+      waiter_(std::move(waiter)),
+      stream_framing_(waiter_ ? waiter_->stream_framing(frame_) : StreamOutbox::Framing::raw) {
     call_->reply.set_pending(this);  // csp_reply_stream on it streams this reply
 }
 
 PendingExchange::~PendingExchange() = default;
 
 CallStatus PendingExchange::send_answer(std::optional<int> returned, const ResponseFrame& frame, Router& router,
-                                        DateCache& date, std::string& out) {
-    const CallStatus status = HandlerCall::answer(*call_, *call_->version, returned, frame, date, out);
+                                        ResponseSink& sink) {
+    const CallStatus status = HandlerCall::answer(*call_, *call_->version, returned, frame, sink);
     router.count_response(status.sent);
     if (returned) router.remember(*call_, *call_->version, status.returned);
     return status;
 }
 
-void PendingExchange::send_timeout(Router& router, DateCache& date, std::string& out) {
+void PendingExchange::send_timeout(Router& router, ResponseSink& sink) {
     drop(CSP_ABORT_TIMEOUT);
     const std::string_view id = frame_.request_id_header ? call_->view.request_id() : std::string_view{};
-    append_error(out, HttpStatus::gateway_timeout, date.now(), false, frame_.http10, frame_.head_only, id);
+    ResponseFrame closing = frame_;
+    closing.keep_alive = false;
+    sink.send(error_response(HttpStatus::gateway_timeout, id), closing);
     router.count_response(HttpStatus::gateway_timeout);
 }
 
 void PendingExchange::count_stream(Router& router) {
     if (const auto checked = from_handler(stream_status_)) router.count_response(*checked);
     if (call_->stats) bump(call_->stats->requests[status_class(stream_status_)]);
+    if (!stream_ || !frame_.compression) return;
+    const StreamOutbox::Coded coded = stream_->coded();
+    frame_.compression->counters.count(coded.coding, coded.bytes_in, coded.bytes_out);
 }
 
 csp_reply* PendingExchange::reply() noexcept { return call_->reply.raw(); }
@@ -73,7 +77,12 @@ int PendingExchange::finish(int status) noexcept {
     bool seen = !dropped_.load();
     if (streaming()) {
         if (status < 400) {
-            const StreamOutbox::Result ended = stream_->end();  // fails once the stream is closed (dropped, cut)
+            StreamOutbox::Result ended = stream_->end();  // fails once the stream is closed (dropped, cut)
+            if (ended.broken && !cut_.exchange(true)) {
+                spdlog::error("handler {}: compressing the end of its stream failed (no memory); the stream is cut",
+                              call_->version->describe());
+                ended.poke = true;  // the loop cuts it before it hears of the finish
+            }
             if (ended.poke) poke_loop();
             seen = seen && ended.code == 0;
         }
@@ -104,20 +113,14 @@ void PendingExchange::offer_websocket(const WebSocketOffer& offer) { websocket_o
 
 WebSocketChannel* PendingExchange::accept_websocket(const csp_ws_callbacks& callbacks) noexcept {
     if (!websocket_offer_ || websocket_ || streaming() || dropped_) return nullptr;
-    try {
-        std::optional<std::string> deflate;
-        if (websocket_offer_->deflate) deflate = ws::accept_deflate(call_->view.request());
-        websocket_ = std::make_shared<WebSocketLink>(inbox_, callbacks, call_->version, call_->stats, deflate.has_value());
-        call_->reply.websocket_extensions_ = deflate.value_or(std::string());
-    } catch (const std::bad_alloc&) {
-        websocket_.reset();
-        return nullptr;
-    }
+    websocket_ = WebSocketLink::accept(call_->view.request(), websocket_offer_->deflate, inbox_, callbacks,
+                                       call_->version, call_->stats, call_->reply.websocket_extensions_);
     return websocket_.get();
 }
 
-CallStatus PendingExchange::send_websocket_accept(std::optional<int> returned, Router& router, std::string& out) {
-    const CallStatus status = HandlerCall::accept_websocket(*call_, *call_->version, returned, call_->view.request(), out);
+CallStatus PendingExchange::send_websocket_accept(std::optional<int> returned, Router& router, ResponseSink& sink) {
+    const CallStatus status =
+        HandlerCall::answer_websocket(*call_, *call_->version, returned, call_->view.request(), sink);
     router.count_response(status.sent);
     return status;
 }

@@ -52,8 +52,11 @@ public:
     public:
         /// The call was finished with `returned` (empty: it threw), unless it was dropped first.
         virtual void answered(PendingExchange& pending, std::optional<int> returned) = 0;
-        /// A stream has bytes waiting in its outbox.
+        /// A stream has bytes waiting in its outbox, or its head to send.
         virtual void stream_output(PendingExchange& pending) = 0;
+        /// How this protocol frames a streamed body for a request framed as `frame` (asked once,
+        /// when the pending exchange is made).
+        virtual StreamOutbox::Framing stream_framing(const ResponseFrame& frame) const = 0;
 
     protected:
         ~Waiter() = default;
@@ -65,13 +68,13 @@ public:
     ~PendingExchange();
 
     /// On the loop, when the answer came (`returned`: the handler's status, empty if it threw):
-    /// checked, appended to `out` as `frame` says (the request's, or a drain's that closes),
+    /// checked, sent to `sink` as `frame` says (the request's, or a drain's that closes),
     /// counted for the loop and the handler, and kept if the handler asked (csp_reply_cache).
-    CallStatus send_answer(std::optional<int> returned, const ResponseFrame& frame, Router& router, DateCache& date,
-                           std::string& out);
+    CallStatus send_answer(std::optional<int> returned, const ResponseFrame& frame, Router& router,
+                           ResponseSink& sink);
     /// On the loop, when no answer came in time: the handler is told (CSP_ABORT_TIMEOUT), and a
-    /// 504 that closes is appended to `out` and counted.
-    void send_timeout(Router& router, DateCache& date, std::string& out);
+    /// 504 that closes is sent to `sink` and counted.
+    void send_timeout(Router& router, ResponseSink& sink);
     /// On the loop, when a stream is over: the status its head said is counted for the loop and
     /// the handler.
     void count_stream(Router& router);
@@ -107,15 +110,18 @@ public:
     /// On the loop, once the call has returned: the WebSocket its handler accepted, taken by the
     /// session that carries it (null: none). One not taken when the call is done is told it ended.
     std::shared_ptr<WebSocketLink> take_websocket() { return std::move(websocket_); }
-    /// On the loop: the accepting answer (101, or HTTP/2's 200) for the WebSocket taken, appended
-    /// to `out` and counted.
-    CallStatus send_websocket_accept(std::optional<int> returned, Router& router, std::string& out);
+    /// On the loop: the accepting answer (101, or HTTP/2's 200) for the WebSocket taken, sent to
+    /// `sink` and counted.
+    CallStatus send_websocket_accept(std::optional<int> returned, Router& router, ResponseSink& sink);
     /// The client will not see the answer (any thread).
     bool dropped() const { return dropped_; }
 
     /// The reply is a stream (its head and body go through stream()).
     bool streaming() const { return streaming_.load(std::memory_order_acquire); }
     StreamOutbox& stream() { return *stream_; }
+    /// On the loop, once streaming(): the stream's head, the first time it is asked for (its
+    /// session sends it before the body's first bytes); nothing after. Views into this exchange.
+    std::optional<Response> take_stream_head();
     /// The stream ignored back-pressure and was cut: the connection closes.
     bool cut() const { return cut_; }
     int stream_status() const { return stream_status_; }
@@ -167,7 +173,17 @@ private:
     std::list<std::shared_ptr<Watch>> watches_;
     std::optional<WebSocketOffer> websocket_offer_;  // set before the call is queued
     std::shared_ptr<WebSocketLink> websocket_;       // set by the call's thread; the loop's once it returned
+    /// A stream's head, copied when it starts (the handler's reply may change after).
+    struct StreamHead {
+        HttpStatus status = HttpStatus::ok;
+        std::string content_type;
+        ResponseFields fields;
+        std::string request_id;
+    };
+    StreamOutbox::Framing stream_framing_;  // the waiter's choice, made with the exchange
     std::unique_ptr<StreamOutbox> stream_;  // set once, before streaming_
+    StreamHead stream_head_;                // set with stream_
+    bool stream_head_taken_ = false;        // loop
     std::atomic<bool> streaming_{false};
     std::atomic<bool> cut_{false};
     int stream_status_ = 0;

@@ -1,9 +1,9 @@
-// PendingExchange as a stream (csp_reply_stream): the head is framed on the handler's thread,
+// PendingExchange as a stream (csp_reply_stream): the head is kept for the session to send,
 // the body goes through the StreamOutbox, and the loop is poked once per batch of writes.
-#include "http/date_cache.hpp"
-#include "http/response.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+
+#include "routing/answer_compression.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -14,22 +14,22 @@ csp_stream* PendingExchange::start_stream(int status) noexcept {
     const std::optional<HttpStatus> checked = from_handler(status);
     if (!checked) return nullptr;
     try {
-        thread_local DateCache date;  // any thread may start a stream: no loop's cache
         HandlerReply& reply = call_->reply;
-        ResponseHead head;
-        head.status = *checked;
-        head.content_type = reply.content_type();
-        head.extra_headers = reply.extra_headers();
-        head.date = date.now();
-        if (frame_.request_id_header) head.request_id = call_->view.request_id();
-        head.keep_alive = frame_.keep_alive;
-        head.http10 = frame_.http10;
-        std::string text;
-        append_stream_head(text, head);
-        const auto framing = frame_.head_only ? StreamOutbox::Framing::none
-                             : frame_.http10 || frame_.unframed ? StreamOutbox::Framing::raw
-                                              : StreamOutbox::Framing::chunked;
-        auto outbox = std::make_unique<StreamOutbox>(framing, std::move(text));
+        stream_head_.status = *checked;
+        stream_head_.content_type.assign(reply.content_type());
+        stream_head_.fields = reply.fields();
+        if (frame_.request_id_header) stream_head_.request_id.assign(call_->view.request_id());
+        // Compressed as a whole answer would be (routing/answer_compression), each piece flushed.
+        ContentCoding coding = ContentCoding::identity;
+        if (reply.compress() && frame_.compression) {
+            Response head;
+            head.status = *checked;
+            head.content_type = stream_head_.content_type;
+            head.fields = stream_head_.fields.list();
+            head.body_kind = BodyKind::stream;
+            coding = encode_stream_head(head, call_->view.request(), frame_, stream_head_.fields);
+        }
+        auto outbox = std::make_unique<StreamOutbox>(stream_framing_, coding);
         // What the handler appended before it began to stream is the body's beginning.
         if (reply.consistent() && !reply.body().empty()) outbox->write(reply.body(), false);
         stream_ = std::move(outbox);
@@ -45,11 +45,27 @@ csp_stream* PendingExchange::start_stream(int status) noexcept {
     return stream_handle();
 }
 
+std::optional<Response> PendingExchange::take_stream_head() {
+    if (!streaming() || stream_head_taken_) return std::nullopt;
+    stream_head_taken_ = true;
+    Response head;
+    head.status = stream_head_.status;
+    head.content_type = stream_head_.content_type;
+    head.fields = stream_head_.fields.list();
+    head.body_kind = BodyKind::stream;
+    head.request_id = stream_head_.request_id;
+    return head;
+}
+
 int PendingExchange::stream_write(std::string_view bytes) noexcept {
     if (!streaming()) return -1;
-    if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->write(bytes, false));
-    BlockingPool::ClientWait waiting;  // a pool thread waiting for room is not a stuck call
-    return after_stream_write(stream_->write(bytes, true));
+    try {  // the outbox (and a stream's coder) may need memory
+        if (LoopInbox::on_an_event_loop()) return after_stream_write(stream_->write(bytes, false));
+        BlockingPool::ClientWait waiting;  // a pool thread waiting for room is not a stuck call
+        return after_stream_write(stream_->write(bytes, true));
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
 }
 
 int PendingExchange::stream_event(std::string_view event, std::string_view data) noexcept {
@@ -70,6 +86,11 @@ int PendingExchange::after_stream_write(StreamOutbox::Result result) {
                       call_->version->describe(), StreamOutbox::kHardLimit / 1024);
         stream_->close();
         result.poke = true;  // the loop closes the connection
+    }
+    if (result.broken && !cut_.exchange(true)) {
+        spdlog::error("handler {}: compressing its stream failed (no memory); the stream is cut",
+                      call_->version->describe());
+        result.poke = true;
     }
     if (result.poke) poke_loop();
     return result.code;

@@ -1,6 +1,5 @@
 #include "serving/exchange/pending_start.hpp"
 
-#include "serving/access_log.hpp"
 #include "serving/blocking_pool.hpp"
 #include "serving/loop_context.hpp"
 
@@ -33,7 +32,7 @@ std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::uni
         call->view.keep();  // the call may run after the connection is gone
         pending = std::make_shared<PendingExchange>(loop.io, loop.inbox, std::move(call), frame, true, std::move(waiter));
         if (websocket) {
-            pending->offer_websocket({loop.limits.ws_deflate, loop.slot});
+            pending->offer_websocket({loop.limits.websocket.deflate, loop.slot});
             pending->call().reply.set_websocket_source(pending.get());
         }
         const bool queued = loop.blocking->submit([pending] {
@@ -49,21 +48,6 @@ std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::uni
         if (!call && pending) call = pending->release_call();
         return nullptr;
     }
-}
-
-void log_pending_answer(LoopContext& loop, const ClientInfo& client, PendingExchange& pending, int status,
-                        int intended_status) {
-    CallState& call = pending.call();
-    AnswerFacts& facts = pending.access;
-    facts.status = status;
-    facts.intended_status = intended_status;
-    facts.responder = Responder::handler;
-    if (call.version) {
-        facts.handler = call.version->name();
-        facts.handler_hash = call.version->file().content_hash;
-    }
-    facts.request_id = call.view.request_id();
-    loop.access->add(client, &call.view.request(), facts);
 }
 
 }  // namespace cspd

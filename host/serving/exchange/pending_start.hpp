@@ -1,6 +1,6 @@
 // How a protocol session turns a handler's call into a PendingExchange, the same for every
 // protocol: a reply the handler deferred, or a blocking handler's call queued on the loop's
-// pool. Also the access log line of a pending exchange that ends. Loop thread only.
+// pool. Loop thread only.
 #pragma once
 
 #include "serving/exchange/pending_exchange.hpp"
@@ -9,7 +9,6 @@
 
 namespace cspd {
 
-struct ClientInfo;
 struct LoopContext;
 
 /// The handler deferred its reply: a pending exchange that owns `call` (taken), holds `waiter`
@@ -25,10 +24,5 @@ std::shared_ptr<PendingExchange> queue_blocking_call(LoopContext& loop, std::uni
                                                      const ResponseFrame& frame,
                                                      std::shared_ptr<PendingExchange::Waiter> waiter,
                                                      bool websocket) noexcept;
-
-/// The access log line for a pending exchange that ends with `status` sent (499: the client left
-/// first; `intended_status`: what it was going to get, if known).
-void log_pending_answer(LoopContext& loop, const ClientInfo& client, PendingExchange& pending, int status,
-                        int intended_status = 0);
 
 }  // namespace cspd

@@ -3,6 +3,7 @@
 #include <csp/csp.h>
 
 #include <charconv>
+#include <new>
 
 namespace cspd {
 namespace {
@@ -22,7 +23,36 @@ void for_each_line(std::string_view text, Line line) {
 
 }  // namespace
 
-StreamOutbox::StreamOutbox(Framing framing, std::string head) : framing_(framing), bytes_(std::move(head)) {}
+StreamOutbox::StreamOutbox(Framing framing, ContentCoding coding) : framing_(framing) {
+    if (framing == Framing::none || coding == ContentCoding::identity) return;  // HEAD: no body to code
+    encoder_ = BodyEncoder::make(coding);
+    if (!encoder_) throw std::bad_alloc();
+    totals_.coding = coding;
+}
+
+void StreamOutbox::drop_coder() {
+    encoder_.reset();
+    std::string().swap(plain_);
+    std::string().swap(coded_);
+}
+
+StreamOutbox::Coded StreamOutbox::coded() {
+    std::lock_guard lock(mutex_);
+    return totals_;
+}
+
+StreamOutbox::~StreamOutbox() = default;
+
+void StreamOutbox::append_framed(std::string_view piece) {
+    if (piece.empty()) return;  // a chunk of size 0 would end the body
+    if (framing_ == Framing::chunked) {
+        char digits[20];
+        const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, piece.size(), 16);
+        bytes_.append(digits, end).append("\r\n").append(piece).append("\r\n");
+    } else {
+        bytes_.append(piece);
+    }
+}
 
 template <class Append>
 StreamOutbox::Result StreamOutbox::put(std::size_t size, bool may_wait, Append append) {
@@ -31,7 +61,24 @@ StreamOutbox::Result StreamOutbox::put(std::size_t size, bool may_wait, Append a
     if (closed_ || ended_) return {-1};
     if (framing_ == Framing::none || size == 0) return {0};  // HEAD: the body is not sent
     if (!may_wait && held() + size > kHardLimit && held() > 0) return {-1, false, true};
-    if (framing_ == Framing::chunked) {
+    if (encoder_) {
+        plain_.clear();
+        append(plain_);
+        coded_.clear();
+        if (!encoder_->encode(plain_, BodyEncoder::Flush::sync, coded_)) {
+            // The coder may have taken bytes it never gave out: nothing more can be decoded.
+            closed_ = true;
+            drop_coder();
+            room_.notify_all();
+            return {-1, false, false, true};
+        }
+        append_framed(coded_);
+        totals_.bytes_in += plain_.size();
+        totals_.bytes_out += coded_.size();
+        constexpr std::size_t kKeep = 64 * 1024;  // a stream of small events keeps small buffers
+        if (plain_.capacity() > kKeep) std::string().swap(plain_);
+        if (coded_.capacity() > kKeep) std::string().swap(coded_);
+    } else if (framing_ == Framing::chunked) {
         char digits[20];
         const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, size, 16);
         bytes_.append(digits, end).append("\r\n");
@@ -73,6 +120,21 @@ StreamOutbox::Result StreamOutbox::end() {
     if (closed_ || ended_) return {-1};
     ended_ = true;
     room_.notify_all();  // a second writer waiting for room gives up
+    if (encoder_) {
+        coded_.clear();
+        const bool finished = encoder_->encode({}, BodyEncoder::Flush::finish, coded_);
+        if (finished) {
+            append_framed(coded_);
+            totals_.bytes_out += coded_.size();
+        }
+        drop_coder();  // its memory goes now, not when the last bytes have been sent
+        if (!finished) {  // cut short: no last chunk says it is whole
+            closed_ = true;
+            Result result{-1, false, false, true};
+            if (!poke_pending_) poke_pending_ = result.poke = true;
+            return result;
+        }
+    }
     if (framing_ == Framing::chunked) bytes_.append(kLastChunk);
     Result result{0};
     if (!poke_pending_) poke_pending_ = result.poke = true;
@@ -114,6 +176,7 @@ bool StreamOutbox::set_backlog(std::size_t backlog) {
 void StreamOutbox::close() {
     std::lock_guard lock(mutex_);
     closed_ = true;
+    drop_coder();  // nobody writes through it any more
     room_.notify_all();
 }
 

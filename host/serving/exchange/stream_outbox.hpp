@@ -1,14 +1,20 @@
 // The body of one streamed reply on its way from the handler (any thread) to the loop that
-// owns the connection: framed as it is written (HTTP/1.1 chunks, raw bytes for HTTP/1.0,
-// nothing for HEAD), bounded by a high-water mark. A writer on an event loop is told
-// CSP_AGAIN past the mark; a writer on any other thread waits for room. The loop takes what
-// waits and tells the outbox how much the socket still holds (the backlog), which wakes them.
+// owns the connection: compressed piece by piece if its answer is (each piece flushed, so the
+// client decodes it at once: a server-sent event is not held back), then framed as it is
+// written, as its protocol chose (HTTP/1.1 chunks, raw bytes for HTTP/1.0 and HTTP/2, nothing
+// for HEAD), bounded by a high-water mark. A writer on
+// an event loop is told CSP_AGAIN past the mark; a writer on any other thread waits for room.
+// The loop takes what waits and tells the outbox how much the socket still holds (the
+// backlog), which wakes them. The head is not here: its session writes it.
 //
 // Shared by the writer and the loop under one mutex; no I/O, so it can be tested alone.
 #pragma once
 
+#include "compression/body_encoder.hpp"
+
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,9 +35,21 @@ public:
         int code;           ///< 0, CSP_AGAIN, or -1 (closed, ended, or past the hard limit)
         bool poke = false;  ///< the loop must be told that bytes wait (the first since it took them)
         bool overflow = false;  ///< refused for the hard limit: the caller cuts the stream
+        bool broken = false;    ///< the coder failed (no memory): what was sent cannot be decoded
+                                ///< on, so the caller cuts the stream (no last chunk goes)
     };
 
-    StreamOutbox(Framing framing, std::string head);
+    /// `coding`: each piece is compressed in it, and flushed, before its framing (identity: the
+    /// pieces go as written; never for Framing::none). Throws std::bad_alloc without memory for it.
+    explicit StreamOutbox(Framing framing, ContentCoding coding = ContentCoding::identity);
+    ~StreamOutbox();
+
+    /// What the coder did so far: its coding (identity if none runs) and the bytes in and out.
+    struct Coded {
+        ContentCoding coding = ContentCoding::identity;
+        std::size_t bytes_in = 0, bytes_out = 0;
+    };
+    Coded coded();
 
     /// Appends `bytes` as one piece of the body; `may_wait`: off an event loop, wait for room.
     Result write(std::string_view bytes, bool may_wait);
@@ -57,9 +75,16 @@ public:
 private:
     template <class Append>
     Result put(std::size_t size, bool may_wait, Append append);
+    /// Appends `piece` (already what goes on the wire inside the framing) framed.
+    void append_framed(std::string_view piece);
+    /// The coder and its buffers go (the stream ended or will not go on).
+    void drop_coder();
     std::size_t held() const { return bytes_.size() + backlog_; }
 
     const Framing framing_;
+    std::unique_ptr<BodyEncoder> encoder_;
+    std::string plain_, coded_;  // a piece before and after the encoder (kept for their capacity)
+    Coded totals_;
     std::mutex mutex_;
     std::condition_variable room_;
     std::string bytes_;         // framed, waiting for the loop

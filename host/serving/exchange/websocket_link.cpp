@@ -2,7 +2,7 @@
 
 #include "serving/blocking_pool.hpp"
 #include "serving/exchange/handler_callback.hpp"
-#include "serving/exchange/topic_board.hpp"
+#include "serving/pubsub/topic_board.hpp"
 #include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
 
@@ -13,10 +13,26 @@
 
 namespace cspd {
 
+std::shared_ptr<WebSocketLink> WebSocketLink::accept(const HttpRequest& request, bool deflate_allowed,
+                                                     std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
+                                                     std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                                     std::string& extensions) noexcept {
+    try {
+        std::optional<std::string> deflate;
+        if (deflate_allowed) deflate = ws::accept_deflate(request);
+        auto link = std::make_shared<WebSocketLink>(std::move(inbox), callbacks, std::move(version), stats,
+                                                    deflate.has_value());
+        extensions = deflate.value_or(std::string());
+        return link;
+    } catch (const std::bad_alloc&) {
+        return nullptr;
+    }
+}
+
 WebSocketLink::WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
                              std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate)
     : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats), deflate_(deflate),
-      outbox_(StreamOutbox::Framing::raw, {}), accepted_on_(std::this_thread::get_id()) {
+      outbox_(StreamOutbox::Framing::raw), accepted_on_(std::this_thread::get_id()) {
     // A handler built against a later 2.x may pass a longer struct: what this host knows is copied.
     std::memcpy(&callbacks_, &callbacks, sizeof callbacks_);
     callbacks_.size = sizeof callbacks_;

@@ -1,16 +1,18 @@
 // One WebSocket conversation between its handler and the loop that carries its connection: what
 // the SDK's csp_ws talks to. The handler's threads send whole messages into its outbox (framed
 // there, bounded by the high-water mark: a loop is told CSP_AGAIN, any other thread waits), close
-// it, and subscribe it to topics; the loop's WebSocketSession takes the bytes and reads the
-// client. It pins the handler version that accepted it, keeps the handler's callbacks, and says
+// it, and subscribe it to topics; the loop's WebSocketConversation (over HTTP/1's connection or an
+// HTTP/2 stream) takes the bytes and reads the client. It pins the handler version that accepted it, keeps the handler's callbacks, and says
 // whether the handler began the closing handshake.
 //
-// Lifetime: shared_ptr. The session holds it while the connection lives, and the worker's
-// TopicBoard while it is subscribed; the handler's handle is valid until its on_close callback
-// returns (the session calls it once, after shut(): later sends give -1).
+// Lifetime: shared_ptr. Its WebSocketConversation holds it while the conversation lives (a
+// blocking call's PendingExchange until the loop takes it over), and the worker's TopicBoard
+// while it is subscribed; the handler's handle is valid until its on_close callback returns
+// (the conversation calls it once, after shut(): later sends give -1).
 #pragma once
 
 #include "handler/version.hpp"
+#include "http/request.hpp"
 #include "handler/websocket_channel.hpp"
 #include "serving/exchange/stream_outbox.hpp"
 #include "serving/loop_inbox.hpp"
@@ -42,6 +44,15 @@ public:
     /// `deflate`: the conversation speaks permessage-deflate (messages may be compressed both ways).
     WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
                   std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate = false);
+
+    /// The one way a handler's accept makes its link, whichever session or exchange will carry
+    /// it: permessage-deflate when `deflate_allowed` (--no-ws-deflate says not) and `request`
+    /// offers it, with the extension the answer names in `extensions` (else empty). Null when
+    /// there is no memory: the accept fails, and the handler's answer goes as it is.
+    static std::shared_ptr<WebSocketLink> accept(const HttpRequest& request, bool deflate_allowed,
+                                                 std::shared_ptr<LoopInbox> inbox, const csp_ws_callbacks& callbacks,
+                                                 std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
+                                                 std::string& extensions) noexcept;
 
     /// Loop: the session that carries the conversation from now on.
     void attach(std::weak_ptr<Owner> owner) {

@@ -1,18 +1,27 @@
+// HTTP/1.x on one connection, in the order a connection meets it: reading,
+// parsing and answering pipelined requests, and handing over to HTTP/2 or a WebSocket; the time it
+// is not parsing or sending; answers that come later; streamed replies; the access log's lines.
 #include "serving/protocols/http1_session.hpp"
 
 #include "common/clocks.hpp"
-
 #include "common/crash_context.hpp"
-#include "http/response.hpp"
-#include "serving/loop_context.hpp"
+#include "http/http1_response.hpp"
+#include "serving/access_log.hpp"
+#include "serving/block_pool.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/exchange/answer_log.hpp"
+#include "serving/exchange/pending_start.hpp"
+#include "serving/loop_context.hpp"
 #include "serving/protocols/http2_session.hpp"
 #include "serving/protocols/websocket_session.hpp"
-#include "websocket/deflate.hpp"
+#include "stats/shared_stats.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <new>
+#include <string>
 #include <utility>
 
 namespace cspd {
@@ -95,7 +104,7 @@ void Http1Session::process(std::string_view input) {
     if (!spoke_) {
         // The first bytes say which protocol: ALPN chose h2, or a client with prior knowledge of
         // h2c opens with HTTP/2's preface.
-        if (transport_.chose_h2() || (loop_.limits.http2 && Http2Session::begins_preface(input))) {
+        if (transport_.chose_h2() || (loop_.limits.http2.enabled && Http2Session::begins_preface(input))) {
             hand_over_to_http2(input);
             return;
         }
@@ -146,16 +155,8 @@ WebSocketChannel* Http1Session::accept_websocket(const HttpRequest& request, con
                                                 std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                                 std::string& extensions) noexcept {
     if (!can_carry_websocket()) return nullptr;
-    try {
-        std::optional<std::string> deflate;
-        if (loop_.limits.ws_deflate) deflate = ws::accept_deflate(request);
-        work_->upgrade =
-            std::make_shared<WebSocketLink>(loop_.inbox, callbacks, std::move(version), stats, deflate.has_value());
-        extensions = deflate.value_or(std::string());
-    } catch (const std::bad_alloc&) {
-        work_->upgrade.reset();
-        return nullptr;
-    }
+    work_->upgrade = WebSocketLink::accept(request, loop_.limits.websocket.deflate, loop_.inbox, callbacks,
+                                           std::move(version), stats, extensions);
     return work_->upgrade.get();
 }
 
@@ -202,7 +203,8 @@ SinkAction Http1Session::on_request(const HttpRequest& request) {
     if (work_->queued.empty()) set_crash_client(transport_.native_handle(), request.head, &out);
     const std::size_t answer_began = out.size();
     const std::int64_t began_ns = loop_.access ? monotonic_now_ns() : 0;
-    Routed routed = loop_.router.respond(request, context, out);
+    Http1Writer sink = writer();
+    Routed routed = loop_.router.respond(request, context, sink);
     if (routed.pending) {
         // Parsing stops here: what follows waits, unparsed, for this answer (answers go in order).
         if (waiting_) waiting_->access.began_ns = began_ns;
@@ -248,11 +250,15 @@ void Http1Session::on_parse_failure(HttpParser::Status status) {
         return;
     default: spdlog::debug("client {}:{}: bad request: {}", address_, port_, work_->parser.error_reason()); break;
     }
-    const std::size_t began = loop_.output.size();
-    append_error(loop_.output, code, loop_.date.now(), false, false);
-    if (loop_.access) log_refusal(code, began);
-    closing_ = true;
+    send_refusal(code);
     linger_on_close_ = true;  // the client may still be sending (a refused body, say)
+}
+
+void Http1Session::send_refusal(HttpStatus status) {
+    const std::size_t began = loop_.output.size();
+    writer().send(error_response(status), ResponseFrame{.keep_alive = false});
+    if (loop_.access) log_refusal(status, began);
+    closing_ = true;
 }
 
 bool Http1Session::after_write(OutputQueue::Written written) {
@@ -332,6 +338,422 @@ void Http1Session::close() {
         owe_nothing();
     }
     transport_.close();
+}
+
+// ---- How an HTTP/1 session spends the time it is not parsing or sending:
+// the Work it takes from the loop's BlockPool and gives back when it parks, the timeouts the
+// loop's tick enforces, the drain, and lingering after a final response.
+namespace {
+// After an error response, unread input is drained this long before closing, so the
+// kernel does not answer it with a reset that could destroy the response in flight.
+constexpr std::uint32_t kLingerS = 2;
+}  // namespace
+
+// What an idle keep-alive connection costs, with its shared_ptr's count and its ReadWatch entry:
+// bench.py measures about 350 bytes of RSS each (nginx: about 500). With make_shared's 16 bytes,
+// 200 is the most that fits glibc's 224-byte chunk.
+static_assert(sizeof(Http1Session) <= 200, "a parked connection should stay this small: move what only a busy one needs into Work");
+
+std::size_t Http1Session::work_bytes() {
+    static_assert(alignof(Work) <= alignof(std::max_align_t), "BlockPool's blocks are aligned for this");
+    static_assert(sizeof(Work) <= BlockPool::kSlabBytes / 64, "many Works to a slab");
+    return sizeof(Work);
+}
+
+void Http1Session::ReleaseWork::operator()(Work* work) const noexcept {
+    work->~Work();
+    BlockPool::release(work);
+}
+
+bool Http1Session::ensure_work() {
+    if (work_) return true;
+    if (void* block = loop_.work_blocks.allocate()) {
+        const ConnectionLimits& limits = loop_.limits;
+        // Nothing in Work's construction allocates.
+        work_.reset(new (block) Work(
+            ParseLimits{limits.max_head_bytes, limits.max_body_bytes, limits.memory_body_bytes, &limits.upload_dir}));
+        return true;
+    }
+    spdlog::error("client {}:{}: no memory for a parser; closing", address_, port_);
+    close();
+    return false;
+}
+
+void Http1Session::park() {
+    // Nothing read for a second: what a busy connection keeps for its requests goes back. It
+    // still waits for readability as before.
+    if (!idle()) return;
+    release_buffer();
+    work_.reset();
+    state_ = State::parked;
+}
+
+void Http1Session::linger() {
+    release_buffer();
+    if (!linger_on_close_) {
+        // Nothing unread is expected from the client: close at once, as nginx does.
+        close();
+        return;
+    }
+    if (!transport_.shutdown_write()) {
+        close();
+        return;
+    }
+    state_ = State::lingering;
+    last_write_ = coarse_now_ms();
+    if (!transport_.wait_readable(*this)) close();
+}
+
+void Http1Session::on_linger_readable() {
+    // EOF: the client has seen our close; or an error. Either ends the lingering.
+    if (transport_.discard_input() != Transport::Io::would_block || !transport_.wait_readable(*this)) close();
+}
+
+void Http1Session::on_drain() {
+    // A request that has already reached the socket was sent to a server that looked open:
+    // answer it (with Connection: close) rather than drop it. Only a truly idle connection closes now.
+    if (idle() && transport_.unread_bytes() == 0) close();
+}
+
+bool Http1Session::body_too_slow(std::uint32_t now) {
+    Work& work = *work_;
+    const std::size_t bytes = work.parser.body_bytes();
+    if (!work.body_window_open) {
+        work.body_window_open = true;
+        work.body_window_ms = now;
+        work.body_window_bytes = bytes;
+        return false;
+    }
+    if (!coarse_passed(now, work.body_window_ms, loop_.limits.header_timeout_s)) return false;
+    const double seconds = double(now - work.body_window_ms) / 1000;
+    const bool slow = double(bytes - work.body_window_bytes) < double(loop_.limits.min_body_rate) * seconds;
+    work.body_window_ms = now;
+    work.body_window_bytes = bytes;
+    return slow;
+}
+
+void Http1Session::refuse_slow_body() {
+    spdlog::info("client {}:{}: request body arriving slower than --min-body-rate {} B/s; answered 408", address_,
+                 port_, loop_.limits.min_body_rate);
+    send_refusal(HttpStatus::request_timeout);
+    linger_on_close_ = true;  // the client is still sending: a reset could destroy the 408
+    send_output();  // may close, and so free, this connection: nothing follows
+}
+
+void Http1Session::on_tick(std::uint32_t now) {
+    // Every timestamp is a coarse_now_ms() reading: a timeout never fires early, and at most a
+    // tick late.
+    const ConnectionLimits& config = loop_.limits;
+    const auto passed = [now](std::uint32_t since, unsigned seconds) { return coarse_passed(now, since, seconds); };
+    if (lane_ == Lane::probe_reserve && state_ != State::writing && passed(last_request_, 1)) {
+        close();  // let in past --max-connections for one quick probe, not to stay
+        return;
+    }
+    switch (state_) {
+    case State::reading:
+    case State::parked:
+        if (transport_.handshaking()) {
+            if (passed(last_request_, config.header_timeout_s)) {  // a TLS handshake that stalls
+                transport_.handshake_timed_out();
+                close();
+            }
+        } else if (work_ && work_->parser.in_body()) {
+            if (passed(last_read_, config.header_timeout_s)) close();  // the body stalled
+            else if (config.min_body_rate && body_too_slow(now)) refuse_slow_body();
+        } else if (mid_request()) {
+            if (passed(work_->request_started, config.header_timeout_s)) close();  // slow headers
+        } else if (passed(coarse_later(last_request_, last_write_), config.keepalive_timeout_s)) {
+            // Idle since the last request or the end of its response, whichever came later.
+            close();
+        } else if (state_ == State::reading && passed(last_read_, 1)) {
+            park();  // nothing read for a second
+        }
+        break;
+    case State::writing:
+        if (passed(last_write_, config.send_timeout_s)) close();  // the client stopped reading
+        break;
+    case State::lingering:
+        if (passed(last_write_, kLingerS)) close();
+        break;
+    case State::waiting: {
+        std::uint32_t& since = work_->waiting_since;
+        if (waiting_->streaming()) {
+            // The head is out: no 504 any more. A stream that says nothing for so long is cut.
+            // Its last sign of life is kept fresh here, so a stream may live past the stamps' wrap.
+            since = coarse_later(last_write_, since);
+            if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s))
+                cut_stream("stream wrote nothing within --pending-timeout", CSP_ABORT_TIMEOUT);
+        } else if (waiting_->blocking()) {
+            if (config.handler_timeout_s > 0 && passed(since, config.handler_timeout_s))
+                give_up_waiting("blocking call ran longer than --handler-timeout");
+        } else if (config.pending_timeout_s > 0 && passed(since, config.pending_timeout_s)) {
+            give_up_waiting("deferred reply not finished within --pending-timeout");
+        }
+        break;
+    }
+    case State::closed: break;
+    }
+}
+
+// ---- How an HTTP/1 session waits for answers that come later: it takes
+// over a deferred or blocking handler's call as its PendingCalls, stops parsing behind it,
+// keeps reading the transport for the client leaving, gives up with 504 when the answer is
+// overdue, and sends the answer, in request order, when it comes.
+namespace {
+// While an answer is owed, what the client pipelines behind it is kept unparsed up to this;
+// past it the socket is left unread (TCP holds the client back) until the answer is sent.
+constexpr std::size_t kMaxInputWhileWaiting = 64 * 1024;
+}  // namespace
+
+std::shared_ptr<PendingExchange::Waiter> Http1Session::as_waiter() {
+    // The base is private: only this class may hand itself out as a waiter (aliasing: same owner).
+    return std::shared_ptr<PendingExchange::Waiter>(shared_from_this(), static_cast<PendingExchange::Waiter*>(this));
+}
+
+PendingReply* Http1Session::adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+    // The pending holds the connection until it is answered or dropped: an answer is owed to it.
+    std::shared_ptr<PendingExchange> pending = defer_call(loop_, call, frame, as_waiter());
+    if (!pending) return nullptr;
+    PendingReply* reply = pending.get();
+    owe(std::move(pending));
+    return reply;
+}
+
+bool Http1Session::run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept {
+    std::shared_ptr<PendingExchange> pending =
+        queue_blocking_call(loop_, call, frame, as_waiter(), can_carry_websocket());
+    if (!pending) return false;
+    owe(std::move(pending));
+    return true;
+}
+
+void Http1Session::answered(PendingExchange& pending, std::optional<int> returned) {
+    if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
+    if (pending.streaming()) {
+        stream_ended(pending, returned);
+        return;
+    }
+    if (std::shared_ptr<WebSocketLink> link = pending.take_websocket()) {
+        accepted_later(pending, std::move(link), returned);
+        return;
+    }
+    ResponseFrame frame = pending.frame();
+    if (loop_.draining) frame.keep_alive = false;  // as every answer during a drain says
+    const std::size_t began = loop_.output.size();
+    Http1Writer sink = writer();
+    const CallStatus status = pending.send_answer(returned, frame, loop_.router, sink);
+    if (loop_.access) {
+        pending.access.count_sent(std::string_view(loop_.output).substr(began));
+        log_pending(pending, code(status.sent));
+    }
+    owe_nothing();
+    if (close_after_answer_ || !frame.keep_alive) {
+        closing_ = true;
+        // Bytes the client sent behind it would be answered with a reset: drain them first.
+        if (!work_->pending_input.empty()) linger_on_close_ = true;
+    }
+    last_request_ = coarse_now_ms();
+    if (state_ == State::writing) {
+        // Earlier answers still wait for the socket: this one queues behind them, and the write
+        // that is waiting goes on from there (resuming once, when everything is out).
+        work_->queued.append(loop_.output);
+        loop_.output.clear();
+        return;
+    }
+    send_output();
+}
+
+void Http1Session::accepted_later(PendingExchange& pending, std::shared_ptr<WebSocketLink> link,
+                                  std::optional<int> returned) {
+    const std::size_t began = loop_.output.size();
+    Http1Writer sink = writer();
+    const CallStatus status = pending.send_websocket_accept(returned, loop_.router, sink);
+    if (loop_.access) {
+        pending.access.count_sent(std::string_view(loop_.output).substr(began));
+        log_pending(pending, code(status.sent));
+    }
+    owe_nothing();
+    work_->upgrade = std::move(link);
+    // What the client sent while the call ran is the conversation's first frames. Earlier answers
+    // still queued (state writing) go first: the WebSocket's connection takes the queue over.
+    const std::string first = std::move(work_->pending_input);
+    work_->pending_input.clear();
+    hand_over_to_websocket(first);
+}
+
+void Http1Session::wait_for_answer() {
+    if (state_ == State::waiting) return;
+    state_ = State::waiting;
+    drained_ = false;  // the answer comes in a later pass
+    // The request was copied when its answer was deferred: an idle wait holds no read buffer.
+    release_buffer();
+    work_->parser.release_memory();
+    if (work_->pending_input.size() < kMaxInputWhileWaiting && !transport_.wait_readable(*this)) close();
+}
+
+void Http1Session::read_while_waiting() {
+    char chunk[4096];
+    for (;;) {
+        const std::size_t room = std::min(sizeof chunk, kMaxInputWhileWaiting - work_->pending_input.size());
+        if (room == 0) return;  // full: leave the rest unread until the answer is out
+        const Transport::Moved got = transport_.read(chunk, room);
+        if (got.io == Transport::Io::would_block) break;
+        if (got.io != Transport::Io::done) {
+            close();  // EOF or reset: the client is gone, and the answer with it
+            return;
+        }
+        work_->pending_input.append(chunk, got.bytes);
+        last_read_ = coarse_now_ms();
+    }
+    if (!transport_.wait_readable(*this)) close();
+}
+
+void Http1Session::give_up_waiting(const char* why) {
+    const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
+    spdlog::warn("handler {}: {}; client {}:{} answered 504", version ? version->describe() : "?", why, address_,
+                 port_);
+    const std::size_t began = loop_.output.size();
+    Http1Writer sink = writer();
+    waiting_->send_timeout(loop_.router, sink);
+    if (loop_.access) {
+        waiting_->access.count_sent(std::string_view(loop_.output).substr(began));
+        log_pending(*waiting_, 504);
+    }
+    owe_nothing();
+    closing_ = true;  // what was pipelined behind it is not answered
+    if (!work_->pending_input.empty()) linger_on_close_ = true;  // drained first: a reset would lose the 504
+    send_output();
+}
+
+void Http1Session::owe(std::shared_ptr<PendingExchange> pending) {
+    if (waiting_) {  // parsing stops behind an owed answer: a second one is a bug, not a client's doing
+        spdlog::error("client {}:{}: a second answer owed while one is; dropping the first", address_, port_);
+        waiting_->drop(CSP_ABORT_CLIENT_GONE);
+        owe_nothing();
+    }
+    waiting_ = std::move(pending);
+    if (loop_.slot) bump(loop_.slot->replies_owed);
+}
+
+void Http1Session::owe_nothing() {
+    if (!waiting_) return;
+    waiting_.reset();
+    if (loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(-1));  // one writer: the loop
+}
+
+void Http1Session::warn_draining() {
+    if (waiting_) waiting_->warn_draining();
+}
+
+// ---- How an HTTP/1 session sends a streamed reply: the stream is the
+// answer it waits for, but its bytes go out as they come, through the same output queue, so
+// answers stay in order and a transport that is full holds the writer back (StreamOutbox). When
+// the stream ends the session goes on with what was pipelined behind it, as after any answer.
+void Http1Session::stream_output(PendingExchange& pending) {
+    if (waiting_.get() != &pending || state_ == State::closed || state_ == State::lingering) return;
+    if (pending.cut()) {
+        cut_stream("the handler ignored back-pressure", CSP_ABORT_CLIENT_GONE);
+        return;
+    }
+    std::string bytes = with_stream_head(pending, pending.stream().take());
+    if (bytes.empty()) return;
+    pending.access.count_sent(bytes);
+    // A HEAD request's stream is its head: the exchange is over once that is out, whatever the
+    // handler goes on writing, and the connection goes on with what was pipelined behind it.
+    if (pending.frame().head_only) end_after_head(pending);
+    send_or_queue(std::move(bytes));
+}
+
+Http1Writer Http1Session::writer() { return Http1Writer(loop_.output, loop_.date); }
+
+std::string Http1Session::with_stream_head(PendingExchange& pending, std::string&& body) {
+    const std::optional<Response> head = pending.take_stream_head();
+    if (!head) return std::move(body);  // every piece but the first goes as it was taken: no copy
+    std::string framed;
+    write_http1(framed, *head, pending.frame(), loop_.date.now());
+    framed.append(body);
+    return framed;
+}
+
+StreamOutbox::Framing Http1Session::stream_framing(const ResponseFrame& frame) const {
+    if (frame.head_only) return StreamOutbox::Framing::none;
+    return frame.http10 ? StreamOutbox::Framing::raw : StreamOutbox::Framing::chunked;
+}
+
+void Http1Session::end_after_head(PendingExchange& pending) {
+    // Its writes now fail; a handler of 2.3 or later also hears why.
+    const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
+    stream_done(pending, false, version && version->minor() >= 3 ? CSP_ABORT_NO_BODY : CSP_ABORT_CLIENT_GONE);
+}
+
+void Http1Session::stream_ended(PendingExchange& pending, std::optional<int> returned) {
+    const bool clean = returned && *returned < 400;
+    // With the last chunk, when it ended cleanly; with its head, if it ended before that went.
+    std::string rest = with_stream_head(pending, pending.stream().take());
+    pending.access.count_sent(rest);
+    if (!clean) {
+        const std::shared_ptr<const HandlerVersion>& version = pending.call().version;
+        spdlog::info("handler {}: stream to {}:{} cut short", version ? version->describe() : "?", address_, port_);
+    }
+    stream_done(pending, !clean);
+    send_or_queue(std::move(rest));
+}
+
+void Http1Session::stream_done(PendingExchange& pending, bool cut_short, int abort_reason) {
+    const ResponseFrame frame = pending.frame();  // the pending may go with owe_nothing()
+    pending.count_stream(loop_.router);
+    if (loop_.access) log_pending(pending, pending.stream_status());
+    if (abort_reason) waiting_->drop(abort_reason);
+    owe_nothing();
+    last_request_ = coarse_now_ms();
+    // HTTP/1.0 bodies end with the close; a stream cut short ends without its last chunk, and
+    // the client learns it is incomplete from the close.
+    if (cut_short || frame.http10 || !frame.keep_alive || close_after_answer_ || loop_.draining) {
+        closing_ = true;
+        if (!work_->pending_input.empty()) linger_on_close_ = true;
+    }
+}
+
+void Http1Session::send_or_queue(std::string&& bytes) {
+    if (state_ == State::writing) {
+        // Earlier bytes still wait for the socket: these queue behind them, and the write that
+        // waits goes on from there.
+        work_->queued.append_owned(std::move(bytes));
+        if (waiting_ && waiting_->streaming()) waiting_->stream_room(work_->queued.size());
+        return;
+    }
+    if (after_write(work_->queued.send_owned(transport_, std::move(bytes)))) resume();
+}
+
+void Http1Session::cut_stream(const char* why, int reason) {
+    const std::shared_ptr<const HandlerVersion> version = waiting_->call().version;
+    spdlog::warn("handler {}: {}; stream to {}:{} cut", version ? version->describe() : "?", why, address_, port_);
+    if (loop_.access) log_pending(*waiting_, waiting_->stream_status());  // what was sent of it
+    waiting_->drop(reason);
+    owe_nothing();
+    close();
+}
+
+// ---- An HTTP/1 session's access log lines (--access-log; see http1_session.hpp): one per answer,
+// written once the answer is handed to the transport, or, for a pending exchange, once it ends.
+void Http1Session::log_routed(const HttpRequest& request, const Routed& routed, std::size_t began,
+                              std::uint64_t file_bytes, std::int64_t began_ns) {
+    AnswerFacts facts;
+    facts.count_sent(std::string_view(loop_.output).substr(began));
+    facts.count_parts(0, file_bytes);
+    facts.began_ns = began_ns;
+    log_routed_answer(loop_, client(), request, routed, facts);
+}
+
+void Http1Session::log_pending(PendingExchange& pending, int status, int intended_status) {
+    log_pending_answer(loop_, client(), pending, status, intended_status);
+}
+
+void Http1Session::log_refusal(HttpStatus status, std::size_t began) {
+    AnswerFacts facts;
+    facts.status = code(status);
+    facts.count_sent(std::string_view(loop_.output).substr(began));
+    loop_.access->add(client(), nullptr, facts);
 }
 
 }  // namespace cspd

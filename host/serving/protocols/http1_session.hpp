@@ -8,15 +8,16 @@
 // the session waits in the loop's level-triggered set and holds no buffer. One that
 // has read nothing for a second (seen at the loop's once-a-second tick) is parked: it also
 // gives back its Work (the parser, the output queue, the buffer). A parked connection is about
-// 200 bytes. Parking, the tick's timeouts, the drain and lingering: http1_session_idle.cpp.
+// 200 bytes. The tick also enforces the timeouts, and the drain closes what is idle.
 //
 // Answers that come later (a deferred reply, a blocking handler's call): the session waits
 // for them in request order. Parsing stops after such a request; what follows it is kept
 // unparsed, the request itself was copied for the call, and the transport is only read for
-// the client going away (http1_session_later.cpp). A streamed reply is such an answer whose
-// bytes are sent as they come, until it ends (http1_session_stream.cpp).
+// the client going away. A streamed reply is such an answer whose bytes are sent as they come,
+// until it ends.
 #pragma once
 
+#include "http/http1_response.hpp"
 #include "http/parser.hpp"
 #include "http/status.hpp"
 #include "routing/access_log_line.hpp"
@@ -78,8 +79,16 @@ private:
                                        std::string& extensions) noexcept override;
     /// The answer came (on the loop): send it and go on with what was read behind it.
     void answered(PendingExchange& pending, std::optional<int> returned) override;
-    /// A stream's bytes wait: send them (or queue them behind a write that waits).
+    /// A stream's bytes wait: send them (or queue them behind a write that waits), its head first.
     void stream_output(PendingExchange& pending) override;
+    /// HTTP/1.1 chunks a stream; HTTP/1.0's ends with the close; a HEAD's has no body.
+    StreamOutbox::Framing stream_framing(const ResponseFrame& frame) const override;
+    /// Writes HTTP/1 into the loop's output.
+    Http1Writer writer();
+    /// `body`, a stream's bytes just taken, behind the stream's head if that has not gone yet.
+    std::string with_stream_head(PendingExchange& pending, std::string&& body);
+    /// The error `status` (a request refused before it could be routed), and the connection closes.
+    void send_refusal(HttpStatus status);
     std::shared_ptr<PendingExchange::Waiter> as_waiter();
     /// The stream ended: its last bytes go, then what was read behind it.
     void stream_ended(PendingExchange& pending, std::optional<int> returned);
@@ -102,7 +111,7 @@ private:
     void owe(std::shared_ptr<PendingExchange> pending);
     void owe_nothing();
 
-    // With --access-log, a line for each answer (http1_session_access.cpp).
+    // With --access-log, a line for each answer.
     /// The line for an answer just built in the loop's output from `began` on (and `file_bytes` from a file).
     void log_routed(const HttpRequest& request, const Routed& routed, std::size_t began, std::uint64_t file_bytes,
                     std::int64_t began_ns);

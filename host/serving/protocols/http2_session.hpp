@@ -6,12 +6,15 @@
 // Requests complete during one read are routed after nghttp2 has taken the whole read, in
 // order: a stream the client reset in the same read costs no routing (the rapid-reset attack
 // does no work), and their answers leave together. Each request goes through the same Router
-// as HTTP/1's and gets its answer in HTTP/1's format, read back into HEADERS and DATA frames
-// (http/response_fields): the routes do not know the protocol. An answer that comes later is
+// as HTTP/1's and gets its answer as a typed Response, which this session writes as HEADERS
+// (Http2ResponseHead) and DATA frames: the routes do not know the protocol. An answer that comes later is
 // a PendingExchange per stream; a stream waiting holds back none of its siblings, and a
 // streamed answer is sent under its own stream's flow-control window.
 //
-// Limits: --h2-max-streams (SETTINGS_MAX_CONCURRENT_STREAMS), --max-header-size over each
+// Limits: --h2-max-streams (SETTINGS_MAX_CONCURRENT_STREAMS); --h2-answer-budget, the bytes of
+// built answers the connection holds unsent (a client that asks for many large answers and opens
+// no window holds that much, not streams × answers: past it, requests wait unrouted, in order,
+// until the client takes some); --max-header-size over each
 // header list (past it: 431, and a header block whose frames alone run far past it ends the
 // connection before it is decoded), --max-body, and token buckets for frames that do no work
 // (SETTINGS, PING, PRIORITY, empty DATA) and for streams the client resets: past them, GOAWAY
@@ -28,11 +31,13 @@
 // The nghttp2 session is deleted only with this object, never inside one of its callbacks.
 #pragma once
 
-#include "http/response_fields.hpp"
+#include "common/token_bucket.hpp"
+#include "http/response.hpp"
 #include "routing/handler_call.hpp"
 #include "routing/router.hpp"
 #include "serving/connection.hpp"
 #include "serving/exchange/pending_exchange.hpp"
+#include "serving/protocols/http2_response_head.hpp"
 #include "serving/protocols/http2_stream.hpp"
 #include "serving/transport/output_queue.hpp"
 #include "stats/http2_counters.hpp"
@@ -71,10 +76,10 @@ public:
 
 private:
     friend class Http2WebSocket;
-    /// nghttp2's callbacks, with this session as their user data (http2_session_engine.cpp).
+    /// nghttp2's callbacks, with this session as their user data.
     struct Callbacks;
 
-    /// nghttp2 with our settings and limits, and our SETTINGS queued (http2_session_engine.cpp).
+    /// nghttp2 with our settings and limits, and our SETTINGS queued.
     bool set_up();
     /// Feeds bytes read to nghttp2, routes what completed, sends what is owed.
     void process(std::string_view input);
@@ -90,37 +95,59 @@ private:
     /// A GOAWAY for `why` (`error`: RFC 9113 code), then the connection closes once it is out.
     void go_away(H2Goaway why, std::uint32_t error);
 
-    // Streams (http2_session_streams.cpp).
+    // Streams.
     Http2Stream* stream(std::int32_t id);
     Http2Stream* stream_of(const PendingExchange& pending);
     /// A field of stream `s`'s header list arrived.
     void add_header(Http2Stream& s, nghttp2_rcbuf* name, nghttp2_rcbuf* value);
     void add_body(Http2Stream& s, std::string_view bytes);
     void route_ready();
+    /// Routes requests held back by --h2-answer-budget while it has room; true if it routed any.
+    bool route_held_back();
+    /// Bytes of built answers not yet taken by nghttp2, over every stream.
+    std::size_t answer_bytes_held() const;
     void route(Http2Stream& s);
-    /// The host answers `s` itself: a refusal, in HTTP/1's format like any answer.
+    /// The host answers `s` itself: a refusal.
     void refuse(Http2Stream& s);
+    /// Where the answer to one stream goes: its head into the session's Http2ResponseHead (until
+    /// submit), its body into the stream.
+    class StreamSink final : public ResponseSink {
+    public:
+        StreamSink(Http2Session& session, Http2Stream& s) : session_(session), stream_(s) {}
+        void send(const Response& response, const ResponseFrame& frame) override {
+            session_.take_answer(stream_, response, frame);
+        }
+
+    private:
+        Http2Session& session_;
+        Http2Stream& stream_;
+    };
+    /// The answer for `s`: its HEADERS made, its body's bytes kept to go as DATA; submit(s) queues them.
+    void take_answer(Http2Stream& s, const Response& response, const ResponseFrame& frame);
     /// A request refused as malformed (a stream reset with PROTOCOL_ERROR): an access-log line
     /// with status 400, as an HTTP/1 server answers such a request.
     void log_malformed(const Http2Stream& s);
     /// The access log's line for a stream answered (or reset) without being routed.
     void log_unrouted(const Http2Stream& s, const AnswerFacts& facts);
-    /// Reads s.response's head into HEADERS and queues them, with DATA to follow if there is a body.
+    /// Queues the HEADERS take_answer made for `s`, with DATA to follow if there is a body.
     void submit(Http2Stream& s);
     void stream_closed(std::int32_t id, std::uint32_t error);
     /// Where DATA frames of `s` come from: its response's body, then its file (nghttp2's read callback).
     long read_body(Http2Stream& s, std::uint8_t* into, std::size_t room, std::uint32_t& flags);
 
-    // Answers that come later (http2_session_later.cpp).
+    // Answers that come later.
     PendingReply* adopt(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     bool run_blocking(std::unique_ptr<CallState>& call, const ResponseFrame& frame) noexcept override;
     void answered(PendingExchange& pending, std::optional<int> returned) override;
     void stream_output(PendingExchange& pending) override;
+    /// A stream's bytes go as they are, in DATA frames; a HEAD's are none.
+    StreamOutbox::Framing stream_framing(const ResponseFrame& frame) const override;
     std::shared_ptr<PendingExchange::Waiter> as_waiter();
     void owe(Http2Stream& s, std::shared_ptr<PendingExchange> pending);
     void owe_nothing(Http2Stream& s);
-    /// A streamed answer's bytes wait: they join the stream's DATA.
-    void more_stream_bytes(Http2Stream& s, std::string&& bytes);
+    /// A streamed answer's bytes wait: they join the stream's DATA, behind its head (`pending`'s,
+    /// submitted with the first of them).
+    void more_stream_bytes(Http2Stream& s, PendingExchange& pending, std::string&& bytes);
     /// The answer owed to `s` is overdue: 504.
     void give_up_waiting(Http2Stream& s, const char* why);
     /// A streamed answer is cut (it idled, or ignored back-pressure): its handler hears `reason`, the stream is reset.
@@ -131,9 +158,7 @@ private:
     /// Tells every streamed answer how much of it still waits here.
     void report_stream_room();
 
-    // Limits (http2_session_limits.cpp).
-    /// Adds what the time since the last refill earned to both budgets.
-    void refill_budgets();
+    // Limits.
     /// A frame that costs work and answers nothing; false when the client is past its budget.
     bool spend_idle_frame();
     /// The client reset a stream; false when it does so too fast.
@@ -146,7 +171,7 @@ private:
     void count_goaway(H2Goaway why);
     void count_reset_sent(std::uint32_t error);
 
-    // WebSockets over streams, RFC 8441 (http2_session_websocket.cpp).
+    // WebSockets over streams, RFC 8441.
     WebSocketChannel* accept_websocket(const HttpRequest& request, const csp_ws_callbacks& callbacks,
                                        std::shared_ptr<const HandlerVersion> version, HandlerStats* stats,
                                        std::string& extensions) noexcept override;
@@ -171,7 +196,7 @@ private:
     /// The drain: each conversation closes with 1001.
     void websockets_draining();
 
-    // Access log lines (http2_session_later.cpp).
+    // Access log lines.
     void log_answer(Http2Stream& s, const Routed* routed, int status);
 
     std::shared_ptr<Http2Session> self() { return std::static_pointer_cast<Http2Session>(shared_from_this()); }
@@ -187,17 +212,20 @@ private:
 
     nghttp2_session* session_ = nullptr;
     std::unordered_map<std::int32_t, std::unique_ptr<Http2Stream>> streams_;
+    Http2Stream* looked_up_ = nullptr;  // stream()'s last answer, while that stream lives
     std::vector<std::int32_t> ready_;  // streams whose request completed in this read, in order
+    // Complete requests waiting for --h2-answer-budget, in order, from held_back_next_ on (a
+    // vector, not a deque: nothing is allocated for a connection that never waits).
+    std::vector<std::int32_t> held_back_;
+    std::size_t held_back_next_ = 0;
     std::vector<std::int32_t> heard_;  // WebSocket streams that received DATA (or ended) in this read
     std::size_t websockets_ = 0;       // streams carrying a WebSocket
     std::vector<std::int32_t> websocket_ids_;  // for_each_websocket's list, kept for its capacity
     Http2Stream* routing_ = nullptr;   // the stream being routed: PendingCalls' calls are its
     OutputQueue queued_;               // frames the transport has not taken yet
     std::size_t owed_ = 0;             // streams waiting for a pending answer
-    // Token buckets (http2_session_limits.cpp), refilled from the coarse clock.
-    double idle_frame_tokens_;
-    double reset_tokens_;
-    std::uint32_t tokens_at_ = 0;
+    TokenBucket idle_frames_;  // frames that do no work (see kIdleFrameBurst)
+    TokenBucket resets_;       // streams the client resets
     std::array<std::int32_t, 64> opened_{};  // the ids of the streams opened last, a ring
     std::size_t opened_count_ = 0;
     std::size_t block_bytes_ = 0;   // of the header block in progress: its frames so far
@@ -214,8 +242,10 @@ private:
     std::uint32_t stalls_said_at_ = 0;
     bool stalls_said_ = false;
     std::uint32_t lingering_since_ = 0;
-    ResponseFields fields_;          // scratch: the answer's head being read back
-    std::vector<nghttp2_nv> nv_;     // scratch: the same as nghttp2 takes it
+    Http2ResponseHead head_;         // the HEADERS take_answer made, until submit takes them...
+    Http2Stream* head_for_ = nullptr;  // ...for this stream
+    HttpStatus head_status_ = HttpStatus::ok;
+    std::vector<nghttp2_nv> nv_;     // scratch: the head as nghttp2 takes it (it copies them)
     H2Goaway cut_for_ = H2Goaway::protocol;  // why a callback of ours stopped nghttp2
     bool writing_ = false;           // waiting for room to write
     bool lingering_ = false;         // our last frame is out: reading what still comes until EOF

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,26 @@ struct Http2Stream {
     Http2Stream(const Http2Stream&) = delete;
     Http2Stream& operator=(const Http2Stream&) = delete;
 
+    /// A new stream `id`: one this thread let go of before, when there is one (no allocation).
+    static std::unique_ptr<Http2Stream> make(std::int32_t id);
+    /// `s` is over: what it holds goes now; the object is kept for this thread's next stream, or freed.
+    static void let_go(std::unique_ptr<Http2Stream> s);
+
+    /// Lets go of everything this stream holds, as its destruction would, and becomes a new
+    /// stream `stream_id` in its place, but for the room its field vectors grew to (the next
+    /// stream's fields fill them again without allocating).
+    void recycle(std::int32_t stream_id) {
+        std::vector<nghttp2_rcbuf*> held = std::move(names_and_values);
+        std::vector<HttpHeader> fields = std::move(headers);
+        for (nghttp2_rcbuf* buffer : held) nghttp2_rcbuf_decref(buffer);
+        held.clear();
+        fields.clear();
+        this->~Http2Stream();
+        new (this) Http2Stream(stream_id);
+        names_and_values = std::move(held);
+        headers = std::move(fields);
+    }
+
     /// More of the answer to send, behind what waits: what went out already is let go.
     void append_output(std::string&& bytes) {
         if (sent == response.size()) {
@@ -50,10 +71,24 @@ struct Http2Stream {
         sent = 0;
     }
 
+    /// Bytes of the answer built and not yet taken by nghttp2 (an answer without a body lets all go).
+    std::size_t unsent() const { return response.size() > sent ? response.size() - sent : 0; }
+
+    /// The request as the access log shows it: its line and fields, as far as they came.
+    HttpRequest logged_request() const {
+        HttpRequest request;
+        request.method = method;
+        request.target = path;
+        request.headers = headers;
+        request.http_major = 2;
+        request.http_minor = 0;
+        return request;
+    }
+
     /// Bytes of the body received so far.
     std::size_t body_size() const { return spill ? spill->size() : body.size(); }
 
-    const std::int32_t id;
+    std::int32_t id;
 
     // The request. Its views point into nghttp2's own buffers, held here (no copy).
     std::vector<nghttp2_rcbuf*> names_and_values;
@@ -68,7 +103,7 @@ struct Http2Stream {
     Refusal refused = Refusal::none;
     bool request_complete = false;  ///< END_STREAM came: it can be routed
 
-    // The answer, as the routes wrote it: an HTTP/1 head (read back into HEADERS), then body
+    // The answer: its HEADERS went to nghttp2 when submitted (head_submitted); its body
     // bytes sent from `sent` on as DATA; then `file`'s bytes, for a static file.
     std::string response;
     std::size_t sent = 0;

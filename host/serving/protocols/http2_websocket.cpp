@@ -1,6 +1,6 @@
 #include "serving/protocols/http2_websocket.hpp"
 
-#include "serving/exchange/topic_board.hpp"
+#include "serving/pubsub/topic_board.hpp"
 #include "serving/loop_context.hpp"
 #include "serving/protocols/http2_session.hpp"
 

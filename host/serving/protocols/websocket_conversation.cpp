@@ -1,13 +1,12 @@
-// A WebSocket conversation's messages (see websocket_conversation.hpp): its beginning, frames read
-// into whole messages for the handler, what the handler sent handed to the carrier, and its
-// callbacks run. How a conversation ends -- the closing handshake, failures, timeouts, the drain --
-// is websocket_conversation_end.cpp.
+// A WebSocket conversation (see websocket_conversation.hpp): its beginning, frames read into
+// whole messages for the handler, what the handler sent handed to the carrier, and its callbacks
+// run; then how it ends: the closing handshake, failures, the tick's timeouts, the drain.
 #include "serving/protocols/websocket_conversation.hpp"
 
 #include "common/clocks.hpp"
 #include "serving/exchange/handler_callback.hpp"
-#include "serving/exchange/topic_board.hpp"
 #include "serving/loop_context.hpp"
+#include "serving/pubsub/topic_board.hpp"
 #include "stats/shared_stats.hpp"
 #include "websocket/deflate.hpp"
 #include "websocket/frame_head.hpp"
@@ -76,7 +75,7 @@ bool WebSocketConversation::on_data_frame(ws::Opcode opcode, bool first, bool, b
         compressed_ = rsv1;  // the reader lets RSV1 through only with permessage-deflate
         utf8_.reset();
     }
-    if (size > loop_.limits.ws_max_message - message_.size()) {
+    if (size > loop_.limits.websocket.max_message - message_.size()) {
         fail(ws::kTooBig, "a message over --ws-max-message");
         return false;
     }
@@ -116,7 +115,7 @@ bool WebSocketConversation::on_data_frame_end(bool fin) {
 bool WebSocketConversation::inflate() {
     // The compressed bytes counted toward the limit as they came; what they inflate to counts again.
     std::string whole;
-    switch (ws::inflate_message(message_, whole, loop_.limits.ws_max_message)) {
+    switch (ws::inflate_message(message_, whole, loop_.limits.websocket.max_message)) {
     case ws::Inflated::ok: break;
     case ws::Inflated::too_big: fail(ws::kTooBig, "a compressed message that inflates past --ws-max-message"); return false;
     case ws::Inflated::corrupt: fail(ws::kInvalidPayload, "a compressed message zlib cannot inflate"); return false;
@@ -218,5 +217,110 @@ template <class Call>
 bool WebSocketConversation::run_callback(const char* which, Call call) {
     return run_handler_callback(loop_.slot, link_->version(), link_->stats(), which, call);
 }
+
+// ---- How a WebSocket conversation ends: the peer's close frame
+// answered, ours sent and awaited (a handler's csp_ws_close, a drain), the conversation failed with
+// the RFC's code, and the timeouts of the loop's tick (close, idle, pings).
+namespace {
+
+/// How long our close frame waits for the peer's before the connection simply closes.
+constexpr std::uint32_t kCloseWaitMs = 5000;
+
+}  // namespace
+
+bool WebSocketConversation::on_close_frame(std::string_view payload) {
+    int code = ws::kNoStatus;
+    std::string_view reason;
+    if (payload.size() == 1) {
+        fail(ws::kProtocolError, "a close frame of one byte");
+        return false;
+    }
+    if (payload.size() >= 2) {
+        code = (static_cast<unsigned char>(payload[0]) << 8) | static_cast<unsigned char>(payload[1]);
+        reason = payload.substr(2);
+        if (!ws::is_sendable_close_code(unsigned(code))) {
+            fail(ws::kProtocolError, "a close frame with an invalid code");
+            return false;
+        }
+        if (!ws::Utf8Validator::valid(reason)) {
+            fail(ws::kInvalidPayload, "a close reason that is not UTF-8");
+            return false;
+        }
+    }
+    if (!close_sent_) {
+        // Answered with the same code (§5.5.1), after what the handler already sent.
+        link_output();
+        std::string frame;
+        ws::append_close_frame(frame, code == ws::kNoStatus ? 0 : unsigned(code));
+        if (!carrier_) return false;
+        carrier_->carry(std::move(frame));
+        close_sent_ = true;
+    }
+    tell_closed(code, reason);
+    close_after_write_ = true;  // the server closes the TCP connection first (§7.1.1)
+    return false;
+}
+
+void WebSocketConversation::fail(std::uint16_t code, std::string_view why) {
+    if (!carrier_) return;
+    spdlog::debug("client {}: WebSocket closed {}: {}", carrier_->peer(), code, why);
+    if (!close_sent_) {
+        link_->shut();  // what the handler has not handed to the carrier yet is dropped (link_output)
+        std::string frame;
+        ws::append_close_frame(frame, code, code == ws::kInternalError ? std::string_view{} : why);
+        carrier_->carry(std::move(frame));
+        close_sent_ = true;
+    }
+    tell_closed(code, why);
+    close_after_write_ = true;
+}
+
+void WebSocketConversation::begin_close(std::uint16_t code, std::string_view reason) {
+    if (!carrier_ || close_sent_) return;
+    const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
+    link_output();  // what the handler sent goes before
+    if (!carrier_ || close_sent_) return;
+    link_->shut();
+    std::string frame;
+    ws::append_close_frame(frame, code, reason);
+    carrier_->carry(std::move(frame));
+    close_sent_ = true;
+    close_sent_at_ = coarse_now_ms();
+    push();
+}
+
+void WebSocketConversation::tick(std::uint32_t now) {
+    if (!carrier_) return;
+    const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
+    const ConnectionLimits& limits = loop_.limits;
+    if (close_sent_) {
+        if (close_sent_at_ && now - close_sent_at_ >= kCloseWaitMs) hang_up();  // no answer to our close
+        return;
+    }
+    if (limits.websocket.idle_timeout_s && now - last_read_ >= limits.websocket.idle_timeout_s * 1000u) {
+        fail(ws::kGoingAway, "silent past --ws-idle-timeout");
+        push();
+        return;
+    }
+    if (!limits.websocket.ping_interval_s) return;
+    const std::uint32_t interval = limits.websocket.ping_interval_s * 1000u;
+    if (ping_sent_) {
+        // Anything the peer sent since counts as an answer: a pong may wait behind a long message.
+        if (static_cast<std::int32_t>(last_read_ - ping_sent_) > 0) {
+            ping_sent_ = 0;
+        } else if (now - ping_sent_ >= interval) {
+            fail(ws::kGoingAway, "no answer to a ping");
+            push();
+            return;
+        }
+    }
+    if (!ping_sent_ && now - last_read_ >= interval) {
+        send_control(ws::Opcode::ping, {});
+        ping_sent_ = now ? now : 1;
+        push();
+    }
+}
+
+void WebSocketConversation::drain() { begin_close(ws::kGoingAway, "server stopping"); }
 
 }  // namespace cspd

@@ -4,8 +4,7 @@
 // reassembled and checked (size, UTF-8) and handed to the handler's callbacks on this loop; the
 // handler's messages taken from the WebSocketLink's outbox and handed to the carrier; control
 // frames answered; the closing handshake in both directions; pings and the idle timeout at the
-// loop's tick. The handler hears of the end once, through on_close, whatever ends it. How a
-// conversation ends is websocket_conversation_end.cpp.
+// loop's tick. The handler hears of the end once, through on_close, whatever ends it.
 //
 // Lifetime: shared_ptr, held by its carrier; the link points at it weakly. The carrier says when
 // it goes (carrier_gone) and is not touched after. Loop thread only.

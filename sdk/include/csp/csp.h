@@ -9,7 +9,7 @@
  * and sub-paths; 2.1 added streamed replies (csp_reply_stream); 2.2 added form arguments,
  * iteration over arguments and headers, cookies, request ids, logging and the store shared
  * by all workers; 2.3 added CSP_ABORT_NO_BODY and CSP_KV_QUOTA; 2.4 added WebSockets (csp_ws_*)
- * and topics that reach every worker (csp_publish). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress. Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
  * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
@@ -47,7 +47,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 4u
+#define CSP_ABI_MINOR 5u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -154,6 +154,8 @@ typedef struct csp_host_api {
     int (*ws_subscribe)(csp_ws *ws, const char *topic, size_t topic_size);
     int (*ws_unsubscribe)(csp_ws *ws, const char *topic, size_t topic_size);
     int (*publish)(const char *topic, size_t topic_size, const void *data, size_t size, int binary);
+    /* 2.5: compression. */
+    int (*reply_compress)(csp_reply *reply, int mode);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -388,6 +390,21 @@ static inline int csp_reply_cache(csp_reply *reply, unsigned seconds) {
  * 0, or -1 for a name that is not a token or a ninth header. */
 static inline int csp_reply_cache_vary(csp_reply *reply, const char *name) {
     return reply->api->reply_cache_vary(reply, name, strlen(name));
+}
+
+/* ---- compression (2.5) ------------------------------------------------ */
+
+/* Whether this answer may be compressed (sdk/README.md, "Compression"). */
+typedef enum csp_compress {
+    CSP_COMPRESS_AUTO = 0, /* the default: as --compress-* say, when the client accepts a coding */
+    CSP_COMPRESS_OFF = 1,  /* sent as it is: e.g. a secret beside text an attacker chose (BREACH) */
+} csp_compress;
+
+/* Sets whether this reply may be compressed; for a stream, call it before csp_reply_stream, which
+ * settles the stream's coding.
+ * Handlers built before 2.5 get CSP_COMPRESS_AUTO. 0, or -1 for another mode. */
+static inline int csp_reply_compress(csp_reply *reply, csp_compress mode) {
+    return reply->api->reply_compress(reply, (int)mode);
 }
 
 /* ---- configuration (2.2) ---------------------------------------------- */

@@ -183,6 +183,10 @@ public:
     bool cache_vary(std::string_view name) {
         return r_->api->reply_cache_vary(r_, name.data(), name.size()) == 0;
     }
+    /// Whether this answer may be compressed (csp_reply_compress): false sends it as it is.
+    bool compress(bool allowed) {
+        return csp_reply_compress(r_, allowed ? CSP_COMPRESS_AUTO : CSP_COMPRESS_OFF) == 0;
+    }
     /// One validated Set-Cookie (csp_reply_set_cookie); false if refused.
     bool set_cookie(const std::string& name, const std::string& value, const csp_cookie_options& options = {}) {
         return csp_reply_set_cookie(r_, name.c_str(), value.c_str(), &options) == 0;

@@ -174,6 +174,17 @@ class Conn:
 CASES = {}
 
 
+def stalled_connections(count, streams, path):
+    """`count` connections that set every stream's window to 0 and ask for `path` on `streams`
+    streams each, as an attacker holding a server's memory does (stall_streams.py, hold_answers.py)."""
+    conns = []
+    for _ in range(count):
+        c = Conn(initial_settings=[(S_INITIAL_WINDOW_SIZE, 0)])
+        c.send(b"".join(c.request(2 * i + 1, path=path) for i in range(streams)))
+        conns.append(c)
+    return conns
+
+
 def case(name):
     def register(fn):
         CASES[name] = fn
@@ -778,6 +789,16 @@ def flood(kind_frames, codes=("ENHANCE_YOUR_CALM",)):
 @case("attack.settings-flood")
 def _():
     return flood(lambda c: (settings((S_HEADER_TABLE_SIZE, 4096)) for _ in range(200000)))
+
+
+@case("attack.settings-flood-in-one-read")
+def _():
+    # More SETTINGS in one read than nghttp2 queues acknowledgements for (its own flood limit
+    # trips before ours): still a GOAWAY that says why, never a silent close.
+    c = Conn()
+    c.send(b"".join(settings((S_HEADER_TABLE_SIZE, 4096)) for _ in range(3000)))
+    code = c.goaway(timeout=5)
+    return code == "ENHANCE_YOUR_CALM", "GOAWAY %r closed %r" % (code, c.closed)
 
 
 @case("attack.ping-flood")

@@ -24,11 +24,7 @@ def main():
     parser.add_argument("--path", default="/csp/hello")
     args = parser.parse_args()
     h2.ARGS = argparse.Namespace(port=args.port, tls=False)
-    conns = []
-    for _ in range(args.connections):
-        c = h2.Conn(initial_settings=[(h2.S_INITIAL_WINDOW_SIZE, 0)])
-        c.send(b"".join(c.request(2 * i + 1, path=args.path) for i in range(args.streams)))
-        conns.append(c)
+    conns = h2.stalled_connections(args.connections, args.streams, args.path)
     resets = [{} for _ in conns]
     deadline = time.time() + args.seconds
     while time.time() < deadline:

@@ -46,7 +46,7 @@ TEST(HandlerReply, ResetEmptiesEverything) {
     reply.reset();
     EXPECT_TRUE(reply.body().empty());
     EXPECT_EQ(reply.content_type(), "text/html; charset=utf-8");
-    EXPECT_TRUE(reply.extra_headers().empty());
+    EXPECT_TRUE(reply.fields().empty());
 }
 
 TEST(HandlerReply, ValidatesContentTypeAndHeaders) {
@@ -62,7 +62,9 @@ TEST(HandlerReply, ValidatesContentTypeAndHeaders) {
     EXPECT_EQ(csp_reply_add_header(r, "Bad Name", "v"), -1);
     EXPECT_EQ(csp_reply_add_header(r, "Content-Length", "0"), -1);
     EXPECT_EQ(csp_reply_add_header(r, "connection", "close"), -1);
-    EXPECT_EQ(reply.extra_headers(), "Set-Cookie: a=b; Path=/\r\n");
+    ASSERT_EQ(reply.fields().size(), 1u);
+    EXPECT_EQ(reply.fields().list()[0].name, "Set-Cookie");
+    EXPECT_EQ(reply.fields().list()[0].value, "a=b; Path=/");
 }
 
 struct BoundView {

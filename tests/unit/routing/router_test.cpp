@@ -1,3 +1,4 @@
+#include "http/http1_response.hpp"
 #include "routing/router.hpp"
 
 #include "handler/loader.hpp"
@@ -44,7 +45,8 @@ protected:
         const HttpHeader headers[] = {{"Host", "h"}, {"X-Test", "present"}};
         request.headers = headers;
         std::string out;
-        Routed routed = router.respond(request, RequestContext{ClientInfo{"10.1.2.3", 4000}, true}, out);
+        Http1Writer writer(out, date);
+        Routed routed = router.respond(request, RequestContext{ClientInfo{"10.1.2.3", 4000}, true}, writer);
         Answer a;
         a.streamed = routed.body_file.is_open();
         if (a.streamed) {
@@ -64,7 +66,7 @@ protected:
     std::unique_ptr<StaticFiles> www =
         (std::filesystem::create_directories(www_dir), std::make_unique<StaticFiles>(www_dir));
     DateCache date;
-    Router router{table, *www, date};
+    Router router{table, *www};
 };
 
 TEST_F(RouterTest, RunsAHandlerWithTheRequestView) {

@@ -4,6 +4,8 @@
 
 #include "serving/listener.hpp"
 
+#include "loopback.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
@@ -24,12 +26,8 @@ using namespace std::chrono_literals;
 
 /// A client that connects and sends a byte (the listener defers accept until data arrives).
 int connect_and_send(unsigned short port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    const int fd = test::connect_loopback(port);
+    EXPECT_GE(fd, 0);
     EXPECT_EQ(::send(fd, "G", 1, MSG_NOSIGNAL), 1);
     return fd;
 }

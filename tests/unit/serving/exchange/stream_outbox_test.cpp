@@ -10,20 +10,20 @@
 namespace cspd {
 namespace {
 
-TEST(StreamOutbox, FramesChunksAfterTheHeadAndEndsWithTheLastChunk) {
-    StreamOutbox out(StreamOutbox::Framing::chunked, "HEAD\r\n\r\n");
+TEST(StreamOutbox, FramesChunksAndEndsWithTheLastChunk) {
+    StreamOutbox out(StreamOutbox::Framing::chunked);
     EXPECT_TRUE(out.write("hello", false).poke);
     EXPECT_FALSE(out.write(std::string(26, 'x'), false).poke);  // the loop was told already
     EXPECT_EQ(out.write("", false).code, 0);                     // nothing: no empty chunk, which would end the body
     EXPECT_EQ(out.end().code, 0);
-    EXPECT_EQ(out.take(), "HEAD\r\n\r\n5\r\nhello\r\n1a\r\n" + std::string(26, 'x') + "\r\n0\r\n\r\n");
+    EXPECT_EQ(out.take(), "5\r\nhello\r\n1a\r\n" + std::string(26, 'x') + "\r\n0\r\n\r\n");
     EXPECT_EQ(out.write("late", false).code, -1);
     EXPECT_EQ(out.end().code, -1);
 }
 
 TEST(StreamOutbox, KeepsAWebSocketFrameWholeAndEndsWithTheCloseFrame) {
     using namespace std::string_view_literals;
-    StreamOutbox out(StreamOutbox::Framing::raw, {});
+    StreamOutbox out(StreamOutbox::Framing::raw);
     EXPECT_TRUE(out.write_parts("\x81\x02"sv, "hi", false).poke);
     EXPECT_EQ(out.write_parts("\x81\x00"sv, "", false).code, 0);  // an empty message still has its head
     EXPECT_EQ(out.end_with("\x88\x00"sv).code, 0);
@@ -33,28 +33,28 @@ TEST(StreamOutbox, KeepsAWebSocketFrameWholeAndEndsWithTheCloseFrame) {
 }
 
 TEST(StreamOutbox, WritesRawBytesForHttp10AndNothingForHead) {
-    StreamOutbox raw(StreamOutbox::Framing::raw, "H");
+    StreamOutbox raw(StreamOutbox::Framing::raw);
     raw.write("abc", false);
     raw.end();
-    EXPECT_EQ(raw.take(), "Habc");
-    StreamOutbox head(StreamOutbox::Framing::none, "H");
+    EXPECT_EQ(raw.take(), "abc");
+    StreamOutbox head(StreamOutbox::Framing::none);
     EXPECT_EQ(head.write("abc", false).code, 0);
     head.end();
-    EXPECT_EQ(head.take(), "H");
+    EXPECT_EQ(head.take(), "");
 }
 
 TEST(StreamOutbox, FramesServerSentEventsLineByLine) {
-    StreamOutbox out(StreamOutbox::Framing::raw, "");
+    StreamOutbox out(StreamOutbox::Framing::raw);
     out.event("tick", "a\nb\r\nc\rd", false);
     out.event("", "", false);
     EXPECT_EQ(out.take(), "event: tick\ndata: a\ndata: b\ndata: c\ndata: d\n\ndata: \n\n");
-    StreamOutbox chunked(StreamOutbox::Framing::chunked, "");
+    StreamOutbox chunked(StreamOutbox::Framing::chunked);
     chunked.event("e", "x", false);
     EXPECT_EQ(chunked.take(), "12\r\nevent: e\ndata: x\n\n\r\n");  // 18 bytes: the size counts what is framed
 }
 
 TEST(StreamOutbox, SaysAgainPastTheHighWaterMarkAndRoomBelowHalfOfIt) {
-    StreamOutbox out(StreamOutbox::Framing::raw, "");
+    StreamOutbox out(StreamOutbox::Framing::raw);
     const std::string block(64 * 1024, 'b');
     int code = 0, writes = 0;
     while ((code = out.write(block, false).code) == 0) ++writes;
@@ -69,7 +69,7 @@ TEST(StreamOutbox, SaysAgainPastTheHighWaterMarkAndRoomBelowHalfOfIt) {
 }
 
 TEST(StreamOutbox, RefusesALoopWriterPastTheHardLimit) {
-    StreamOutbox out(StreamOutbox::Framing::raw, "");
+    StreamOutbox out(StreamOutbox::Framing::raw);
     const std::string block(64 * 1024, 'b');
     StreamOutbox::Result r{};
     std::size_t written = 0;
@@ -80,7 +80,7 @@ TEST(StreamOutbox, RefusesALoopWriterPastTheHardLimit) {
 }
 
 TEST(StreamOutbox, MakesAWriterOffTheLoopWaitForRoom) {
-    StreamOutbox out(StreamOutbox::Framing::raw, "");
+    StreamOutbox out(StreamOutbox::Framing::raw);
     out.write(std::string(StreamOutbox::kHighWater, 'x'), false);  // full
     std::atomic<bool> wrote{false};
     std::thread writer([&] {
@@ -97,7 +97,7 @@ TEST(StreamOutbox, MakesAWriterOffTheLoopWaitForRoom) {
 }
 
 TEST(StreamOutbox, WakesAWaitingWriterWhenClosed) {
-    StreamOutbox out(StreamOutbox::Framing::raw, "");
+    StreamOutbox out(StreamOutbox::Framing::raw);
     out.write(std::string(StreamOutbox::kHighWater, 'x'), false);
     std::thread writer([&] { EXPECT_EQ(out.write("more", true).code, -1); });
     out.close();

@@ -1,0 +1,240 @@
+#include "serving/pubsub/topic_relay.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace cspd {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x43535054;  // "CSPT"
+
+/// What begins every datagram, in host order (both ends are this machine).
+struct ChunkHead {
+    std::uint32_t magic;
+    std::uint32_t total;   // the message's bytes
+    std::uint64_t id;      // the sender's count of messages
+    std::uint32_t offset;  // where this chunk's data begins in the message
+    std::uint16_t topic_size;
+    std::uint8_t binary;
+    std::uint8_t reserved;
+};
+
+/// Worker `index`'s socket name: two per index (`bank` 0 or 1), so that a worker's successor, started
+/// while it still serves (a graceful replacement), has a name of its own; publishes go to both.
+sockaddr_un address_of(pid_t master, unsigned index, unsigned bank, socklen_t& length) {
+    sockaddr_un where{};
+    where.sun_family = AF_UNIX;
+    const std::string name =
+        "cspd-" + std::to_string(master) + "-topics-" + std::to_string(index) + (bank ? "b" : "a");
+    // Abstract: a leading NUL, no file to leave behind or to guard.
+    std::memcpy(where.sun_path + 1, name.data(), name.size());
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    return where;
+}
+
+pid_t parent_of(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const std::size_t close = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos || close + 4 > text.size()) return -1;
+    return static_cast<pid_t>(std::atol(text.c_str() + close + 4));  // ") S PPID"
+}
+
+}  // namespace
+
+TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver deliver)
+    : master_(master), index_(index), workers_(workers), deliver_(std::move(deliver)) {
+    socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (socket_ < 0) throw std::system_error(errno, std::system_category(), "topic relay socket");
+    const int on = 1;
+    ::setsockopt(socket_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+    const int buffer = 4 * 1024 * 1024;  // capped by the system's rmem_max / wmem_max
+    ::setsockopt(socket_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    ::setsockopt(socket_, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    // A peer's queue holds few datagrams (net.unix.max_dgram_qlen): a send waits for it to read, a
+    // little, as a busy worker does; one that does not read in that time is passed over for a while.
+    const timeval patience{0, 200'000};
+    ::setsockopt(socket_, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
+    // Bank a, or b when the worker this one replaces still holds a (it keeps it until it has
+    // drained); a third process of one index waits for one to be free.
+    for (int attempt = 0;; ++attempt) {
+        socklen_t length = 0;
+        const sockaddr_un mine = address_of(master_, index_, bank_ = attempt % 2, length);
+        if (::bind(socket_, reinterpret_cast<const sockaddr*>(&mine), length) == 0) break;
+        if (errno != EADDRINUSE || attempt == 200) {
+            const int error = errno;
+            ::close(socket_);
+            throw std::system_error(error, std::system_category(), "topic relay bind");
+        }
+        if (attempt % 2) ::usleep(100'000);
+    }
+    stalled_until_.resize(2 * std::size_t(workers_));
+    sender_ = std::thread([this] { send_loop(); });
+    receiver_ = std::thread([this] { receive_loop(); });
+}
+
+TopicRelay::~TopicRelay() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    sender_.join();
+    receiver_.join();
+    ::close(socket_);
+}
+
+bool TopicRelay::forward(std::string_view topic, std::string_view data, bool binary) {
+    std::lock_guard lock(mutex_);
+    if (queued_bytes_ + data.size() > kMaxQueued) {
+        lost_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    queue_.push_back({std::string(topic), std::string(data), binary});
+    queued_bytes_ += data.size();
+    wake_.notify_one();
+    return true;
+}
+
+void TopicRelay::send_loop() {
+    for (;;) {
+        Message message;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, and everything was sent
+            message = std::move(queue_.front());
+            queue_.pop_front();
+            queued_bytes_ -= message.data.size();
+        }
+        send_to_all(message);
+    }
+}
+
+void TopicRelay::send_to_all(const Message& message) {
+    const std::uint64_t id = next_id_++;
+    std::string datagram;
+    const auto now = std::chrono::steady_clock::now();
+    for (unsigned target = 0; target < 2 * workers_; ++target) {
+        const unsigned peer = target / 2, bank = target % 2;
+        if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
+        if (now < stalled_until_[target]) {
+            lost_.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        socklen_t length = 0;
+        const sockaddr_un where = address_of(master_, peer, bank, length);
+        std::size_t offset = 0;
+        do {
+            const std::size_t piece = std::min(kChunk, message.data.size() - offset);
+            const ChunkHead head{kMagic,
+                                 static_cast<std::uint32_t>(message.data.size()),
+                                 id,
+                                 static_cast<std::uint32_t>(offset),
+                                 static_cast<std::uint16_t>(message.topic.size()),
+                                 static_cast<std::uint8_t>(message.binary),
+                                 0};
+            datagram.assign(reinterpret_cast<const char*>(&head), sizeof head);
+            datagram.append(message.topic).append(message.data, offset, piece);
+            ssize_t sent;
+            do {
+                sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
+                                length);
+            } while (sent < 0 && errno == EINTR);
+            if (sent < 0) {
+                // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
+                // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
+                // stalled worker does not hold up the others' messages.
+                if (errno != ECONNREFUSED) {
+                    lost_.fetch_add(1, std::memory_order_relaxed);
+                    stalled_until_[target] = now + std::chrono::seconds(1);
+                    spdlog::warn("topics: worker {} is not reading ({}); what is published in the next second is "
+                                 "lost for its subscribers",
+                                 peer, std::strerror(errno));
+                }
+                break;
+            }
+            offset += piece;
+        } while (offset < message.data.size());
+    }
+}
+
+void TopicRelay::receive_loop() {
+    std::string buffer(sizeof(ChunkHead) + 65536 + kChunk, '\0');
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) return;
+        }
+        pollfd ready{socket_, POLLIN, 0};
+        if (::poll(&ready, 1, 200) <= 0) continue;
+        iovec io{buffer.data(), buffer.size()};
+        msghdr header{};
+        header.msg_iov = &io;
+        header.msg_iovlen = 1;
+        header.msg_control = control;
+        header.msg_controllen = sizeof control;
+        const ssize_t got = ::recvmsg(socket_, &header, MSG_DONTWAIT);
+        if (got <= 0) continue;
+        const cmsghdr* c = CMSG_FIRSTHDR(&header);
+        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS) continue;
+        ucred who;
+        std::memcpy(&who, CMSG_DATA(c), sizeof who);
+        if (!trusted(who.pid, who.uid)) continue;
+        receive_one(buffer.data(), static_cast<std::size_t>(got), who.pid);
+    }
+}
+
+bool TopicRelay::trusted(pid_t sender, uid_t uid) {
+    if (uid != ::geteuid()) return false;
+    const auto known = verdicts_.find(sender);
+    if (known != verdicts_.end()) return known->second;
+    if (verdicts_.size() > 1024) verdicts_.clear();  // pids of workers long gone
+    const bool ours = parent_of(sender) == master_;
+    if (!ours) spdlog::warn("topics: a datagram from pid {}, not a worker of this server, is ignored", sender);
+    verdicts_[sender] = ours;
+    return ours;
+}
+
+void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) {
+    ChunkHead head;
+    if (size < sizeof head) return;
+    std::memcpy(&head, bytes, sizeof head);
+    if (head.magic != kMagic || size < sizeof head + head.topic_size) return;
+    const std::string_view topic(bytes + sizeof head, head.topic_size);
+    const std::string_view piece(bytes + sizeof head + head.topic_size, size - sizeof head - head.topic_size);
+    if (head.offset == 0 && piece.size() == head.total) {
+        deliver_(topic, piece, head.binary != 0);  // the usual case: one datagram
+        return;
+    }
+    Partial& partial = partial_[sender];
+    if (head.offset == 0) {
+        partial.id = head.id;
+        partial.topic.assign(topic);
+        partial.binary = head.binary != 0;
+        partial.data.clear();
+        partial.data.reserve(head.total);
+    } else if (partial.id != head.id || partial.data.size() != head.offset) {
+        return;  // the beginning was lost (this worker started in the middle of it)
+    }
+    partial.data.append(piece);
+    if (partial.data.size() >= head.total) {
+        deliver_(partial.topic, partial.data, partial.binary);
+        partial_.erase(sender);
+    }
+}
+
+}  // namespace cspd
