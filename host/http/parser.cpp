@@ -2,6 +2,7 @@
 
 #include "common/ascii.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace cspd {
@@ -9,6 +10,12 @@ namespace {
 HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
 
 constexpr std::size_t kMaxHeaders = 100;
+
+/// llhttp's own refusals of the bytes (not a callback's, not a pause).
+bool is_syntax_error(llhttp_errno_t err) {
+    return (err >= HPE_INTERNAL && err <= HPE_INVALID_TRANSFER_ENCODING) || err == HPE_CR_EXPECTED ||
+           err == HPE_UNEXPECTED_SPACE;
+}
 
 }  // namespace
 
@@ -46,6 +53,7 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
     feed_base_ = data.data();
     feed_end_ = data.data() + data.size();
     llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
+    if (is_syntax_error(err) && status_ == Status::ok) deliver_open_span();
     sink_ = nullptr;
     consumed_ = data.size();
     if (err == HPE_PAUSED && (status_ == Status::paused || status_ == Status::stopped))
@@ -60,6 +68,19 @@ HttpParser::Status HttpParser::feed(std::string_view data, RequestSink& sink) {
         // A callback that failed has already set a precise status.
         return status_ != Status::ok ? status_ : (status_ = Status::bad_request);
     }
+}
+
+void HttpParser::deliver_open_span() {
+    // llhttp drops the piece of a field it had open when it refuses a byte. Had the bytes come in
+    // smaller reads, that piece would have reached the callbacks already, and a limit it crosses
+    // would have been the verdict: deliver it, so the earliest byte decides however reads cut the
+    // stream. (_span_pos0/_span_cb0 are llhttp's own record of that piece, in its public struct.)
+    if (!parser_._span_pos0 || !parser_._span_cb0) return;
+    const char* from = static_cast<const char*>(parser_._span_pos0);
+    const char* to = llhttp_get_error_pos(&parser_);
+    if (!to || to <= from) return;
+    using SpanCallback = int (*)(llhttp_t*, const char*, const char*);
+    std::bit_cast<SpanCallback>(parser_._span_cb0)(&parser_, from, to);
 }
 
 void HttpParser::keep_partial_head(const char* input_end) {

@@ -119,6 +119,8 @@ private:
     bool chunked_alone() const;
     /// Records `length` bytes at `at` as part of `field`; false past the head limit.
     bool add_to_field(Field field, Span& span, const char* at, std::size_t length);
+    /// After llhttp refused a byte: hands the callbacks the field piece before it (see the .cpp).
+    void deliver_open_span();
     /// End of a feed in mid-request: copy what the spans point at out of the caller's buffer.
     void keep_partial_head(const char* input_end);
     /// The request as views, for the sink.
