@@ -3,7 +3,6 @@
 #include "common/ascii.hpp"
 
 #include <bit>
-#include <cstring>
 
 namespace cspd {
 namespace {
@@ -186,9 +185,11 @@ int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length)
     HttpParser& s = self(p);
     // Trailers are not headers: a client must not be able to add or override headers after the body.
     if (s.headers_done_) return 0;
-    // llhttp 8 lets a space inside a field name through; RFC 9110 §5.1 says token.
-    for (std::size_t i = 0; i < length; ++i)
-        if (!is_token_char(at[i])) return -1;
+    // llhttp 8 lets a space inside a field name through; RFC 9110 §5.1 says token. The bytes
+    // before the first other one still count toward the limits first: the earliest byte decides,
+    // as it does when the name comes a byte at a time.
+    std::size_t tokens = 0;
+    while (tokens < length && is_token_char(at[tokens])) ++tokens;
     auto& spans = s.spans_;
     if (s.last_field_ != Field::name) {
         if (spans.size() >= kMaxHeaders) {
@@ -197,25 +198,27 @@ int HttpParser::on_header_field(llhttp_t* p, const char* at, std::size_t length)
         }
         spans.emplace_back();
     }
-    if (!s.add_to_field(Field::name, spans.back().name, at, length)) return -1;
-    return 0;
+    if (!s.add_to_field(Field::name, spans.back().name, at, tokens)) return -1;
+    return tokens == length ? 0 : -1;
 }
 
 int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length) {
     HttpParser& s = self(p);
     if (s.headers_done_) return 0;
-    // llhttp 8 passes obsolete line folding through as CR LF inside the value: refuse it
-    // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
-    if (std::memchr(at, '\r', length) || std::memchr(at, '\n', length)) return -1;
-    // It may also report a folded part as a second piece of the same value. A value's pieces are
+    // It may report a folded part as a second piece of the same value. A value's pieces are
     // adjacent, in one feed or across feeds, so anything else is a fold, however the reads cut it.
     if (s.last_field_ == Field::value && at != s.value_next_) return -1;
     s.value_next_ = at + length;
     auto& spans = s.spans_;
     // A value starts right after a name; llhttp 8 reports ": v" as an empty name.
     if (s.last_field_ != Field::value && (s.last_field_ != Field::name || spans.back().name.size == 0)) return -1;
-    if (!s.add_to_field(Field::value, spans.back().value, at, length)) return -1;
-    return 0;
+    // llhttp 8 passes obsolete line folding through as CR LF inside the value: refuse it
+    // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
+    // The bytes before it count toward the limits first, as they would read a byte at a time.
+    std::size_t plain = 0;
+    while (plain < length && at[plain] != '\r' && at[plain] != '\n') ++plain;
+    if (!s.add_to_field(Field::value, spans.back().value, at, plain)) return -1;
+    return plain == length ? 0 : -1;
 }
 
 int HttpParser::on_header_value_complete(llhttp_t* p) {
