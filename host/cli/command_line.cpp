@@ -51,6 +51,7 @@ struct Readings {
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
          insecure_handlers = false, no_compress = false;
     std::string compress_encodings = "zstd,br,gzip", compress_types;  // empty types: the default list
+    std::string client_rate, trust_proxy;
 
     void apply(Config& config) const {
         if (single_process) config.workers = 0;
@@ -75,6 +76,9 @@ struct Readings {
                 if (const auto coding = coding_named(name); coding && *coding != ContentCoding::identity)
                     config.compression.encodings.push_back(*coding);
         if (!compress_types.empty()) config.compression.types = comma_list(compress_types);
+        if (!client_rate.empty()) config.client_limits.rate = parse_rate(client_rate).value_or(0);
+        std::string error;
+        if (!trust_proxy.empty()) config.trusted_proxies = AddressRanges::parse(trust_proxy, error).value_or(AddressRanges());
     }
 
     static std::vector<std::string> comma_list(std::string_view text) {
@@ -288,6 +292,44 @@ void add_compression_options(CLI::App& app, Config& config, Readings& read) {
         ->group(group);
 }
 
+void add_client_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Per-client limits";
+    app.add_option("--client-rate", read.client_rate,
+                   "requests each client address may make: R a second, or R/m a minute (IPv6 by /64, for the "
+                   "whole host); past it, 429 with Retry-After. Off by default")
+        ->check([](const std::string& text) -> std::string {
+            return parse_rate(text) ? std::string() : "'" + text + "' is not a rate: R or R/s (a second), R/m (a minute)";
+        })
+        ->group(group);
+    app.add_option("--client-burst", config.client_limits.burst,
+                   "requests a client may make at once before --client-rate paces it (default: the rate a second)")
+        ->check(CLI::Range(1u, 1000000u))
+        ->group(group);
+    app.add_option("--client-connections", config.client_limits.connections,
+                   "connections, HTTP/2 streams and WebSockets each client address may hold open at once "
+                   "(for the whole host). Off by default")
+        ->check(CLI::Range(1u, 1000000u))
+        ->group(group);
+    app.add_option("--client-table", config.client_limits.table,
+                   "client addresses (and csp_limit keys) remembered at once; past it the least recently seen is "
+                   "forgotten")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(64), std::size_t(1) << 24))
+        ->group(group);
+    app.add_option("--trust-proxy", read.trust_proxy,
+                   "CIDR[,CIDR...]: from these peers only, the client is the right-most address of X-Forwarded-For "
+                   "(or Forwarded: for=) that is not one of them")
+        ->check([](const std::string& text) -> std::string {
+            std::string error;
+            return AddressRanges::parse(text, error) ? std::string() : error;
+        })
+        ->group(group);
+    app.add_flag("--proxy-protocol", config.proxy_protocol,
+                 "every connection to --port and --tls-port begins with a PROXY protocol header (v1 or v2, as "
+                 "HAProxy's send-proxy and nginx's proxy_protocol send): its source is the client")
+        ->group(group);
+}
+
 void add_handler_options(CLI::App& app, Config& config, Readings& read) {
     const char* group = "Handlers";
     app.add_flag("--compile", config.compile_sources,
@@ -412,6 +454,7 @@ Invocation parse_command_line(int argc, char** argv) {
     add_process_options(app, config, read);
     add_request_limits(app, config, read);
     add_compression_options(app, config, read);
+    add_client_options(app, config, read);
     add_handler_options(app, config, read);
     add_toolkit_options(app, config);
     add_status_options(app, config, read);

@@ -5,10 +5,12 @@
 namespace cspd {
 
 class SharedStore;
+class ClientLimits;
 
 struct HostServices {
     SharedStore* store = nullptr;  ///< null: the server runs without one (csp_kv_* give CSP_KV_UNAVAILABLE)
     unsigned log_rate = 50;        ///< --handler-log-rate: lines a second per handler version and process
+    ClientLimits* client_limits = nullptr;  ///< the per-client counts (csp_limit); null: none (csp_limit lets all in)
 };
 
 HostServices& host_services();

@@ -175,7 +175,7 @@ const csp_host_api& host_api() {
                                   &WebSocketApi::close, &WebSocketApi::subscribe, &WebSocketApi::unsubscribe,
                                   &WebSocketApi::publish,
                                   // 2.5
-                                  &ToolkitApi::reply_compress};
+                                  &ToolkitApi::reply_compress, &ToolkitApi::limit};
     return api;
 }
 

@@ -5,6 +5,7 @@
 #include "handler/host_services.hpp"
 #include "handler/sdk_bridge.hpp"
 #include "handler/sdk_toolkit.hpp"
+#include "limits/client_limits.hpp"
 #include "store/shared_store.hpp"
 
 #include <spdlog/spdlog.h>
@@ -110,6 +111,18 @@ int ToolkitApi::kv_add(const csp_request* req, const char* key, size_t key_size,
     report_refusal(view, outcome, {key, key_size});
     if (outcome == SharedStore::Result::ok) *result = sum;
     return kv_code(outcome, minor_of(view));
+}
+
+unsigned ToolkitApi::limit(const csp_request* req, const char* key, size_t key_size, double rate_per_s,
+                           unsigned burst) noexcept {
+    ClientLimits* limits = host_services().client_limits;
+    if (!limits || !req || (!key && key_size)) return 0;
+    try {
+        return limits->charge_key(owner_of(HandlerRequestView::of(req)), {key ? key : "", key_size}, rate_per_s, burst,
+                                  coarse_monotonic_now_ns());
+    } catch (const std::bad_alloc&) {
+        return 0;  // no memory for the key: let it in rather than refuse for the host's own lack
+    }
 }
 
 }  // namespace cspd

@@ -34,6 +34,8 @@ struct ToolkitApi {
     static int init_log(const csp_init_context* ctx, int level, const char* text, size_t size) noexcept;
     static int reply_cache_vary(csp_reply* reply, const char* header, size_t size) noexcept;
     static int reply_compress(csp_reply* reply, int mode) noexcept;
+    static unsigned limit(const csp_request* req, const char* key, size_t key_size, double rate_per_s,
+                          unsigned burst) noexcept;
 };
 
 }  // namespace cspd

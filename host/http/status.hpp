@@ -26,6 +26,7 @@ enum class HttpStatus : std::uint16_t {
     content_too_large = 413,
     uri_too_long = 414,
     range_not_satisfiable = 416,
+    too_many_requests = 429,
     header_fields_too_large = 431,
     internal_server_error = 500,
     service_unavailable = 503,

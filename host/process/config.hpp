@@ -1,7 +1,9 @@
 // Everything the command line decides, in one place.
 #pragma once
 
+#include "common/ip_address.hpp"
 #include "compression/compression_policy.hpp"
+#include "limits/client_limits.hpp"
 #include "process/worker_role.hpp"
 #include "serving/connection_limits.hpp"
 #include "routing/access_log_line.hpp"
@@ -57,6 +59,9 @@ struct Config {
     unsigned handler_log_rate = 50;      ///< csp_log lines a second per handler version and process
     bool request_id_header = false;      ///< X-Request-Id on every response
     CompressionPolicy compression;       ///< --compress-*, --no-compress: which answers are compressed, how
+    ClientLimitsConfig client_limits;    ///< --client-*: each client's request rate and open work
+    AddressRanges trusted_proxies;       ///< --trust-proxy: peers whose X-Forwarded-For / Forwarded name the client
+    bool proxy_protocol = false;         ///< --proxy-protocol: every connection on --port / --tls-port opens with a PROXY header
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
     unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never

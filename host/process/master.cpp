@@ -49,7 +49,8 @@ class Supervisor {
 public:
     Supervisor(const Config& config, const std::vector<std::string>& argv, WorkerAccount account)
         : config_(config), account_(std::move(account)), shared_(shared_counters_for(config)), stats_(shared_.stats()), store_(shared_store_for(config)),
-          spawner_(WorkerSpawner::open(config, argv, shared_, store_, port_, tls_port_)),
+          clients_(client_table_for(config)),
+          spawner_(WorkerSpawner::open(config, argv, shared_, store_, clients_, port_, tls_port_)),
           ledger_(stats_, config.quarantine_crashes, std::chrono::seconds(config.quarantine_window_s)),
           watchdog_(config.connection.handler_timeout_s, ledger_), banks_(stats_, config.workers, config.threads),
           succession_(config, workers_, banks_, ledger_,
@@ -345,6 +346,7 @@ private:
     SharedStatsMapping shared_;
     SharedStats& stats_;
     std::optional<SharedStore> store_;  // every worker maps it: it outlives their restarts
+    ClientTable clients_;  // the same
     unsigned short port_ = 0;
     unsigned short tls_port_ = 0;
     WorkerSpawner spawner_;

@@ -45,7 +45,7 @@ namespace asio = boost::asio;
 namespace {
 using namespace std::chrono_literals;
 
-LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned worker) {
+LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned worker, ClientLimits* client_limits) {
     LoopOptions options;
     options.connection = config.connection;
     options.routing = {.probes = config.probes,
@@ -58,7 +58,8 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
                        .slow_call_warn_ms = config.slow_call_warn_ms,
                        .https_redirect_port = config.https_redirect ? config.tls_port.value_or(0)
                                                                     : static_cast<unsigned short>(0),
-                       .compression = config.compression};
+                       .compression = config.compression,
+                       .client_limits = client_limits};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     options.access_log = access_log;
     options.worker = worker;
@@ -79,6 +80,7 @@ public:
     Worker(const Config& config, std::optional<WorkerRole> role)
         : config_(config), role_(role), first_slot_(role ? role->first_slot : 0), www_(config.www_dir),
           shared_(shared_counters_for(config, role)), stats_(shared_.stats()), store_(shared_store_for(config, role)),
+          clients_(client_table_for(config, role)), client_limits_(config.client_limits, clients_),
           // Before the loops: it outlives them, and its threads post into their inboxes.
           blocking_(config.blocking_threads, config.blocking_queue, &stats_.slots[first_slot_]),
           access_log_(open_access_log(config)),
@@ -88,6 +90,7 @@ public:
         www_.watch();  // small files are kept in memory while nothing under www changes
         claim_slots();
         host_services().store = store_ ? &*store_ : nullptr;
+        host_services().client_limits = &client_limits_;
         host_services().log_rate = config_.handler_log_rate;
         set_process_crash_flag(&stats_.slots[first_slot_].crashed_elsewhere);
         set_process_death_blame(&stats_.slots[first_slot_].blame);
@@ -163,7 +166,8 @@ private:
         const std::vector<int> plain_fds = open_all(port_);
         Config with_port = config_;
         with_port.tls_port = config_.tls_port ? std::optional<unsigned short>(tls_port_) : std::nullopt;
-        const LoopOptions options = loop_options(with_port, access_log_.get(), role_ ? role_->index : 0);
+        LoopOptions options = loop_options(with_port, access_log_.get(), role_ ? role_->index : 0, &client_limits_);
+        options.routing.trusted_proxies = &config_.trusted_proxies;  // config_ outlives the loops, with_port does not
         // csp_publish reaches this process's topics from any thread.
         TopicBoard::instance().set_max_message(config_.connection.websocket.max_message);
         Publisher::set_current(&TopicBoard::instance());
@@ -380,6 +384,8 @@ private:
     SharedStatsMapping shared_;
     SharedStats& stats_;
     std::optional<SharedStore> store_;
+    ClientTable clients_;
+    ClientLimits client_limits_;  // over clients_, for every loop and csp_limit
     BlockingPool blocking_;
     std::unique_ptr<AccessLog> access_log_;  // before the loops: they hand it their lines to the end
     TlsStatusBoard tls_status_;              // before the loops: they read it for /-/status

@@ -12,4 +12,9 @@ std::optional<SharedStore> shared_store_for(const Config& config, const std::opt
     return role ? SharedStore::attach(WorkerFds::kStore, limits) : SharedStore::create(limits);
 }
 
+ClientTable client_table_for(const Config& config, const std::optional<WorkerRole>& role) {
+    const std::size_t entries = config.client_limits.table;
+    return role ? ClientTable::attach(WorkerFds::kClients, entries) : ClientTable::create(entries);
+}
+
 }  // namespace cspd

@@ -5,6 +5,7 @@
 
 #include "process/config.hpp"
 #include "process/worker_role.hpp"
+#include "limits/client_table.hpp"
 #include "stats/shared_stats.hpp"
 #include "store/shared_store.hpp"
 
@@ -17,5 +18,9 @@ SharedStatsMapping shared_counters_for(const Config& config, const std::optional
 
 /// Made with --kv-* limits, or (`role`) the master's; none with --kv-entries 0. Throws on failure.
 std::optional<SharedStore> shared_store_for(const Config& config, const std::optional<WorkerRole>& role = std::nullopt);
+
+/// Made with room for --client-table keys, or (`role`) the master's: always, for csp_limit. Throws
+/// on failure.
+ClientTable client_table_for(const Config& config, const std::optional<WorkerRole>& role = std::nullopt);
 
 }  // namespace cspd

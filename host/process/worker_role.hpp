@@ -10,7 +10,8 @@ namespace cspd {
 struct WorkerFds {
     static constexpr int kStats = 3;  ///< the shared counters (memfd)
     static constexpr int kStore = 4;  ///< the store all workers share (memfd), with --kv-entries
-    static constexpr int kFirstListener = 5;
+    static constexpr int kClients = 5;  ///< the per-client counts all workers share (memfd)
+    static constexpr int kFirstListener = 6;
 
     unsigned threads = 1;   ///< event loops per worker
     unsigned binds = 1;     ///< --bind addresses: each loop has a plain (and an HTTPS) socket on each

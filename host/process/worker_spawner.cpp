@@ -7,6 +7,7 @@
 #include "process/worker_role.hpp"
 #include "serving/listener.hpp"
 #include "stats/shared_stats.hpp"
+#include "limits/client_table.hpp"
 #include "store/shared_store.hpp"
 
 #include <spdlog/spdlog.h>
@@ -36,10 +37,11 @@ void with_worker_malloc_cache(std::vector<char*>& environment) {
 }  // namespace
 
 WorkerSpawner::WorkerSpawner(std::vector<std::string> argv, WorkerFds fds, UniqueFd stats, UniqueFd store,
-                             std::vector<UniqueFd> listeners, std::vector<UniqueFd> status_listeners,
+                             UniqueFd clients, std::vector<UniqueFd> listeners, std::vector<UniqueFd> status_listeners,
                              std::vector<UniqueFd> tls_listeners)
     : argv_(std::move(argv)), fds_(fds), stats_(above_worker_fds(std::move(stats), fds)),
-      store_(store ? above_worker_fds(std::move(store), fds) : UniqueFd()), listeners_(std::move(listeners)),
+      store_(store ? above_worker_fds(std::move(store), fds) : UniqueFd()),
+      clients_(above_worker_fds(std::move(clients), fds)), listeners_(std::move(listeners)),
       status_listeners_(std::move(status_listeners)), tls_listeners_(std::move(tls_listeners)) {}
 
 UniqueFd WorkerSpawner::above_worker_fds(UniqueFd fd, const WorkerFds& fds) {
@@ -57,6 +59,7 @@ pid_t WorkerSpawner::spawn(unsigned index, unsigned first_slot, int& error, int 
     Spawn spawn;
     spawn.give(stats_.get(), WorkerFds::kStats);
     if (store_) spawn.give(store_.get(), WorkerFds::kStore);
+    spawn.give(clients_.get(), WorkerFds::kClients);
     const std::size_t per_worker = std::size_t(fds_.binds) * fds_.threads;
     for (unsigned b = 0; b < fds_.binds; ++b)
         for (unsigned t = 0; t < fds_.threads; ++t) {
@@ -82,7 +85,8 @@ void WorkerSpawner::close_listeners() {
 
 WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::string>& argv,
                                   const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
-                                  unsigned short& port, unsigned short& tls_port) {
+                                  const ClientTable& clients, unsigned short& port,
+                                  unsigned short& tls_port) {
     const WorkerFds fds = config.worker_fds();
     // By worker, then bind address, then loop (as spawn hands them down). --port 0: the first
     // socket picks the port, and every other joins it, on every address.
@@ -109,11 +113,13 @@ WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::s
     }
     UniqueFd stats(::fcntl(shared.fd(), F_DUPFD_CLOEXEC, 0));
     if (!stats) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
-    UniqueFd store_fd;
-    if (store) {
-        store_fd.reset(::fcntl(store->fd(), F_DUPFD_CLOEXEC, 0));
-        if (!store_fd) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
-    }
+    const auto copy_of = [](int fd) {
+        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+        if (!copy) throw std::system_error(errno, std::system_category(), "fcntl(F_DUPFD_CLOEXEC)");
+        return copy;
+    };
+    UniqueFd store_fd = store ? copy_of(store->fd()) : UniqueFd();
+    UniqueFd clients_fd = copy_of(clients.fd());
     // --tls-port 0: workers are told the port picked (for --https-redirect's Location).
     std::vector<std::string> worker_argv;
     for (std::size_t i = 0; i < argv.size(); ++i) {
@@ -124,7 +130,8 @@ WorkerSpawner WorkerSpawner::open(const Config& config, const std::vector<std::s
         if (!argv[i].starts_with("--tls-port=")) worker_argv.push_back(argv[i]);
     }
     if (config.tls_port) worker_argv.insert(worker_argv.end(), {"--tls-port", std::to_string(tls_port)});
-    return WorkerSpawner(std::move(worker_argv), fds, std::move(stats), std::move(store_fd), std::move(listeners),
+    return WorkerSpawner(std::move(worker_argv), fds, std::move(stats), std::move(store_fd), std::move(clients_fd),
+                         std::move(listeners),
                          std::move(status), std::move(tls_listeners));
 }
 

@@ -18,6 +18,7 @@ namespace cspd {
 struct Config;
 class SharedStatsMapping;
 class SharedStore;
+class ClientTable;
 
 class WorkerSpawner {
 public:
@@ -27,12 +28,13 @@ public:
     /// Throws on failure.
     static WorkerSpawner open(const Config& config, const std::vector<std::string>& argv,
                               const SharedStatsMapping& shared, const std::optional<SharedStore>& store,
-                              unsigned short& port, unsigned short& tls_port);
+                              const ClientTable& clients, unsigned short& port,
+                              unsigned short& tls_port);
 
     /// `listeners` holds, per worker, `fds.binds` × `fds.threads` sockets (by bind address, then
     /// loop), and so does `tls_listeners` if not empty; `status_listeners` holds `fds.statuses`;
     /// `store` may be empty.
-    WorkerSpawner(std::vector<std::string> argv, WorkerFds fds, UniqueFd stats, UniqueFd store,
+    WorkerSpawner(std::vector<std::string> argv, WorkerFds fds, UniqueFd stats, UniqueFd store, UniqueFd clients,
                   std::vector<UniqueFd> listeners, std::vector<UniqueFd> status_listeners,
                   std::vector<UniqueFd> tls_listeners);
 
@@ -54,6 +56,7 @@ private:
     WorkerFds fds_;
     UniqueFd stats_;
     UniqueFd store_;
+    UniqueFd clients_;
     std::vector<UniqueFd> listeners_;
     std::vector<UniqueFd> status_listeners_;
     std::vector<UniqueFd> tls_listeners_;

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <string>
 
 namespace cspd {
@@ -41,8 +42,9 @@ HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
     std::string body;
     try {
         const SharedStore* store = host_services().store;
-        body = metrics ? render_metrics(*shared_, store, tls_)
-                       : render_status(*shared_, !exchange.client.status_port(), store, tls_);
+        ClientLimits* clients = host_services().client_limits;
+        body = metrics ? render_metrics(*shared_, store, tls_, clients)
+                       : render_status(*shared_, !exchange.client.status_port(), store, tls_, clients);
     } catch (const std::exception& e) {
         spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
         return exchange.error(HttpStatus::internal_server_error);
@@ -67,6 +69,24 @@ HttpStatus BuiltinEndpoints::busy(Exchange& exchange) const {
     Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
                                           "503 Service Unavailable: every thread of this blocking handler's pool "
                                           "is busy and its queue is full\n");
+    response.fields = kRetrySoon;
+    return exchange.send(response);
+}
+
+HttpStatus BuiltinEndpoints::too_many(Exchange& exchange, unsigned retry_after_s) const {
+    char seconds[16];
+    const ResponseField retry[] = {{"Retry-After", {seconds, std::size_t(std::snprintf(seconds, sizeof seconds, "%u", retry_after_s))}}};
+    Response response = exchange.response(HttpStatus::too_many_requests, "text/plain; charset=utf-8",
+                                          "429 Too Many Requests: this client's request rate is over the server's "
+                                          "limit (--client-rate); see Retry-After\n");
+    response.fields = retry;
+    return exchange.send(response);
+}
+
+HttpStatus BuiltinEndpoints::client_full(Exchange& exchange) const {
+    Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
+                                          "503 Service Unavailable: this client holds as many connections, streams "
+                                          "and WebSockets as it may (--client-connections)\n");
     response.fields = kRetrySoon;
     return exchange.send(response);
 }

@@ -11,6 +11,8 @@
 namespace cspd {
 
 class TlsStatusBoard;
+class ClientLimits;
+class AddressRanges;
 
 struct SharedStats;
 
@@ -26,6 +28,8 @@ struct BuiltinOptions {
     /// --https-redirect: the HTTPS port plain requests are sent to with a 308 (0: none; read by the Router)
     unsigned short https_redirect_port = 0;
     CompressionPolicy compression;  ///< --compress-* (read by the Router)
+    ClientLimits* client_limits = nullptr;             ///< --client-rate (read by the Router); null: none
+    const AddressRanges* trusted_proxies = nullptr;    ///< --trust-proxy (read by the Router); null: none
 };
 
 class BuiltinEndpoints {
@@ -45,6 +49,10 @@ public:
     HttpStatus quarantined(Exchange& exchange) const;
     /// The answer when a blocking handler's threads are all busy and its queue is full.
     HttpStatus busy(Exchange& exchange) const;
+    /// 429 with Retry-After: `retry_after_s` (--client-rate).
+    HttpStatus too_many(Exchange& exchange, unsigned retry_after_s) const;
+    /// 503 to a connection its client had no room for (--client-connections).
+    HttpStatus client_full(Exchange& exchange) const;
     /// The answer past --max-connections, to a connection let in for probes that asked for more.
     HttpStatus full(Exchange& exchange) const;
 

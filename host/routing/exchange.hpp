@@ -24,9 +24,10 @@ enum class Lane : std::uint8_t {
 
 struct ClientInfo {
     std::string_view address;  ///< "127.0.0.1"
-    unsigned short port = 0;
+    unsigned short port = 0;   ///< 0 when a trusted proxy named the client (--trust-proxy)
     Lane lane = Lane::public_port;
     bool secure = false;  ///< came over TLS
+    bool over_client_cap = false;  ///< its client held --client-connections already: refused
     bool status_port() const { return lane == Lane::status_port; }
 };
 

@@ -3,7 +3,9 @@
 #include "common/ascii.hpp"
 #include "common/clocks.hpp"
 #include "handler/handler_name.hpp"
+#include "http/forwarded_for.hpp"
 #include "http/uri.hpp"
+#include "limits/client_limits.hpp"
 #include "routing/handler_preconditions.hpp"
 #include "routing/https_redirect.hpp"
 #include "routing/static_route.hpp"
@@ -48,7 +50,9 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, BuiltinOpti
     : handlers_(handlers), www_(www), builtin_(options, draining), cache_(options.reply_cache_bytes),
       request_id_header_(options.request_id_header), https_redirect_port_(options.https_redirect_port), static_options_{options.static_max_age_s},
       static_cache_(www.watcher(), kStaticCacheBytes), compression_(std::move(options.compression)),
-      compressed_files_(kCompressedFilesBytes) {
+      compressed_files_(kCompressedFilesBytes),
+      client_limits_(options.client_limits && options.client_limits->limits_rate() ? options.client_limits : nullptr),
+      trusted_proxies_(options.trusted_proxies && !options.trusted_proxies->empty() ? options.trusted_proxies : nullptr) {
     call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
@@ -65,7 +69,19 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 }
 
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink) {
-    Exchange exchange(request, context, sink);
+    // From a proxy we trust, the client is the one it names: handlers see it, limits count it.
+    RequestContext behind;
+    if (client_limits_ || trusted_proxies_) {
+        client_ip_ = IpAddress::parse(context.client.address).value_or(IpAddress{});
+        if (trusted_proxies_ && !context.client.status_port() && trusted_proxies_->contains(client_ip_))
+            if (const std::optional<IpAddress> named = forwarded_client(request, *trusted_proxies_)) {
+                behind = context;
+                client_ip_ = *named;
+                behind.client.address = {forwarded_text_, named->format(forwarded_text_)};
+                behind.client.port = 0;
+            }
+    }
+    Exchange exchange(request, behind.client.address.empty() ? context : behind, sink);
     exchange.id = {id_prefix_, ++requests_};
     if (request_id_header_) {
         const std::string_view sent = request.header("x-request-id");
@@ -132,6 +148,18 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
         routed.responder = Responder::builtin;
         return builtin_.full(exchange);
     }
+    // --client-connections: a connection past its client's share answers probes, else 503 and closes.
+    if (exchange.client.over_client_cap && path != "/-/healthy" && path != "/-/ready") {
+        routed.responder = Responder::builtin;
+        exchange.close_after = true;
+        return builtin_.client_full(exchange);
+    }
+    // --client-rate: every request counts but the operator's (probes, the status address).
+    if (client_limits_ && !exchange.client.status_port() && path != "/-/healthy" && path != "/-/ready")
+        if (const unsigned wait_s = client_limits_->charge_request(client_ip_, coarse_monotonic_now_ns())) {
+            routed.responder = Responder::builtin;
+            return builtin_.too_many(exchange, wait_s);
+        }
     if (path.starts_with(kHandlerPrefix)) return call_handler(exchange, path.substr(kHandlerPrefix.size()), query, routed);
     if (path.starts_with("/-/") || path == "/metrics")
         if (const std::optional<HttpStatus> answered = builtin_.try_serve(exchange)) {

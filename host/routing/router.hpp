@@ -4,6 +4,7 @@
 // reused by every request on that loop.
 #pragma once
 
+#include "common/ip_address.hpp"
 #include "handler/table.hpp"
 #include "routing/access_log_line.hpp"
 #include "routing/builtin_endpoints.hpp"
@@ -80,6 +81,10 @@ private:
     CompressionPolicy compression_;
     CompressedFiles compressed_files_;
     char id_buffer_[RequestId::kMaxText];
+    ClientLimits* client_limits_;             // with --client-rate only
+    const AddressRanges* trusted_proxies_;    // with --trust-proxy only
+    IpAddress client_ip_{};                   // the request routed now's client, with either of those
+    char forwarded_text_[46];                 // the client a trusted proxy named, for the request routed now
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;
 };

@@ -8,6 +8,7 @@
 #include "routing/tls_status.hpp"
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
+#include "limits/client_limits.hpp"
 #include "store/shared_store.hpp"
 
 #include <nlohmann/json.hpp>
@@ -195,6 +196,44 @@ void store_metrics(std::string& out, const SharedStore& store) {
                double(owner.refused));
 }
 
+constexpr const char* kLimitNames[kLimitKinds] = {"rate", "connections", "handler"};
+
+void client_metrics(std::string& out, ClientLimits& clients) {
+    family(out, "cspd_client_limited_total", "counter",
+           "Requests, connections, streams and WebSockets refused by a per-client limit (--client-rate, "
+           "--client-connections) or a handler's csp_limit.");
+    for (std::size_t k = 0; k < kLimitKinds; ++k)
+        sample(out, "cspd_client_limited_total", std::string("limit=\"") + kLimitNames[k] + "\"",
+               double(clients.table().limited(LimitKind(k))));
+    family(out, "cspd_client_table_evictions_total", "counter",
+           "Client addresses and csp_limit keys forgotten to make room (--client-table).");
+    sample(out, "cspd_client_table_evictions_total", "", double(clients.table().evictions()));
+}
+
+/// An address key as people read it: an IPv4 address, or an IPv6 /64.
+std::string key_text(const ClientKey& key) {
+    const IpAddress address{key.bytes};
+    return address.is_v4() ? address.text() : address.text() + "/64";
+}
+
+nlohmann::ordered_json client_status(ClientLimits& clients, bool for_public) {
+    const ClientLimitsConfig& config = clients.config();
+    nlohmann::ordered_json doc{{"rate_per_second", config.rate},
+                               {"burst", config.rate > 0 ? config.effective_burst() : 0},
+                               {"connections", config.connections},
+                               {"table", config.table}};
+    auto& limited = doc["limited"] = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < kLimitKinds; ++k) limited[kLimitNames[k]] = clients.table().limited(LimitKind(k));
+    doc["evictions"] = clients.table().evictions();
+    // Who is limited is the operator's to know, never the public's.
+    if (!for_public) {
+        auto& most = doc["most_limited"] = nlohmann::ordered_json::array();
+        for (const ClientTable::Refused& r : clients.table().most_refused(10))
+            most.push_back({{"address", key_text(r.key)}, {"refusals", r.refusals}});
+    }
+    return doc;
+}
+
 /// HTTPS: handshakes by version, resumptions, failures by reason, and each certificate's expiry.
 void tls_metrics(std::string& out, const Summary& sum, const TlsStatusBoard& board) {
     family(out, "cspd_tls_handshakes_total", "counter", "TLS handshakes completed, by protocol version.");
@@ -243,11 +282,13 @@ nlohmann::ordered_json tls_status(const Summary& sum, const TlsStatusBoard& boar
 
 }  // namespace
 
-std::string render_metrics(const SharedStats& stats, const SharedStore* store, const TlsStatusBoard* tls) {
+std::string render_metrics(const SharedStats& stats, const SharedStore* store, const TlsStatusBoard* tls,
+                           ClientLimits* clients) {
     const Summary sum = summarize(stats);
     std::string out;
     out.reserve(4096 + sum.handlers.size() * 2048);
     if (store) store_metrics(out, *store);
+    if (clients) client_metrics(out, *clients);
 
     family(out, "cspd_requests_total", "counter", "Responses sent, by status class (handlers, static files, errors).");
     for (unsigned c = 0; c < 5; ++c)
@@ -378,7 +419,7 @@ nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls) {
 }  // namespace
 
 std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store,
-                          const TlsStatusBoard* tls) {
+                          const TlsStatusBoard* tls, ClientLimits* clients) {
     const Summary sum = summarize(stats);
     nlohmann::ordered_json doc;
     doc["started_unix_ms"] = stats.started_unix_ms;
@@ -399,6 +440,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     add_protocol_status(doc, stats);
     if (tls) doc["tls"] = tls_status(sum, *tls);
     if (store) doc["kv_store"] = kv_store_status(*store);
+    if (clients) doc["clients"] = client_status(*clients, for_public);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
     doc["workers"] = workers_status(stats, tls != nullptr);

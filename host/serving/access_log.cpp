@@ -1,6 +1,7 @@
 #include "serving/access_log.hpp"
 
 #include "common/clocks.hpp"
+#include "http/forwarded_for.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -173,6 +174,13 @@ void AccessLines::add(const ClientInfo& client, const HttpRequest* request, cons
     record.unix_us = unix_now_us();
     record.client_address = client.address;
     record.client_port = client.port;
+    char named_text[46];
+    if (trusted_ && request && !client.status_port() &&
+        trusted_->contains(IpAddress::parse(client.address).value_or(IpAddress{})))
+        if (const std::optional<IpAddress> named = forwarded_client(*request, *trusted_)) {
+            record.client_address = {named_text, named->format(named_text)};
+            record.client_port = 0;
+        }
     if (request) {
         record.method = request->method;
         record.target = request->target;

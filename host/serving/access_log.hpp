@@ -8,6 +8,7 @@
 // whole in one file. SIGUSR1 reopens it (logrotate's "move, then signal").
 #pragma once
 
+#include "common/ip_address.hpp"
 #include "http/request.hpp"
 #include "routing/access_log_line.hpp"
 #include "routing/exchange.hpp"
@@ -101,7 +102,9 @@ struct AnswerFacts {
 /// A loop's lines, handed to its AccessLog in batches. Loop thread only.
 class AccessLines {
 public:
-    AccessLines(AccessLog& log, unsigned worker) : log_(log), worker_(worker) {}
+    /// `trusted`: --trust-proxy's peers, whose lines name the client they forward (null: none).
+    AccessLines(AccessLog& log, unsigned worker, const AddressRanges* trusted = nullptr)
+        : log_(log), worker_(worker), trusted_(trusted && !trusted->empty() ? trusted : nullptr) {}
     ~AccessLines() { hand_over(); }
     AccessLines(const AccessLines&) = delete;
     AccessLines& operator=(const AccessLines&) = delete;
@@ -120,6 +123,7 @@ private:
 
     AccessLog& log_;
     unsigned worker_;
+    const AddressRanges* trusted_;
     Counter* dropped_ = nullptr;
     AccessTime time_;
     std::string lines_;

@@ -2,36 +2,47 @@
 
 #include "serving/loop_context.hpp"
 
-#include <arpa/inet.h>
+#include "limits/client_limits.hpp"
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace cspd {
 
 Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept
     : loop_(loop), transport_(loop.reads, fd, peer.address().is_v6()), lane_(lane) {
     // Nothing here throws: the transport owns `fd` from the start.
-    const sockaddr* where = peer.data();
-    const void* bytes = where->sa_family == AF_INET6
-                            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(where)->sin6_addr)
-                            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(where)->sin_addr);
-    if (!::inet_ntop(where->sa_family, bytes, address_, sizeof address_)) address_[0] = '\0';
+    IpAddress::from_sockaddr(peer.data()).format(address_);
     port_ = peer.port();
     loop_.connections.attach(this);
     ++loop_.open_in_lane[std::size_t(lane_)];
 }
 
 Connection::Connection(TakeOver, Connection& from) noexcept
-    : enable_shared_from_this(), loop_(from.loop_), transport_(std::move(from.transport_)), port_(from.port_), lane_(from.lane_) {
+    : enable_shared_from_this(), loop_(from.loop_), transport_(std::move(from.transport_)),
+      port_(from.port_), lane_(from.lane_), holds_client_unit_(std::exchange(from.holds_client_unit_, false)),
+      over_client_cap_(from.over_client_cap_) {
     std::copy(std::begin(from.address_), std::end(from.address_), address_);
     loop_.connections.attach(this, false);
     ++loop_.open_in_lane[std::size_t(lane_)];
 }
 
 Connection::~Connection() {
+    if (holds_client_unit_) loop_.client_limits->release(peer());
     --loop_.open_in_lane[std::size_t(lane_)];
     loop_.connections.detach(this);
+}
+
+bool Connection::charge_client() {
+    ClientLimits* limits = loop_.client_limits;
+    // A proxy we trust carries many clients: it is not one of them (its requests' clients are
+    // counted by rate, which sees who it names).
+    if (!limits || !limits->caps_work() || lane_ == Lane::status_port ||
+        (loop_.trusted_proxies && loop_.trusted_proxies->contains(peer())))
+        return true;
+    over_client_cap_ = !limits->hold(peer(), holds_client_unit_);
+    return !over_client_cap_;
 }
 
 std::shared_ptr<TransportUser> Connection::share() {

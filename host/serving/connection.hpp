@@ -8,6 +8,7 @@
 // ConnectionList only points at it.
 #pragma once
 
+#include "common/ip_address.hpp"
 #include "routing/exchange.hpp"
 #include "serving/connection_list.hpp"
 #include "serving/transport/transport.hpp"
@@ -53,17 +54,28 @@ public:
         return transport_.start_tls(std::move(contexts), counters);
     }
 
+    /// --client-connections: this connection counts as one unit of its client's open work, or
+    /// (false) its client holds as many as it may already, and it is refused once it says what
+    /// it speaks (HTTP/1: 503 and close; HTTP/2: GOAWAY with REFUSED_STREAM). Before start().
+    bool charge_client();
+
     Connection* prev = nullptr;  // ConnectionList's links
     Connection* next = nullptr;
 
 protected:
-    ClientInfo client() const { return ClientInfo{address_, port_, lane_, transport_.is_tls()}; }
+    /// The peer's address as bytes (for the per-client limits: the text is what most need).
+    IpAddress peer() const { return IpAddress::parse(address_).value_or(IpAddress{}); }
+    ClientInfo client() const {
+        return ClientInfo{address_, port_, lane_, transport_.is_tls(), over_client_cap_};
+    }
 
     LoopContext& loop_;
     Transport transport_;
     char address_[46] = {};  // the peer's, as text (INET6_ADDRSTRLEN)
     unsigned short port_ = 0;
     Lane lane_;
+    bool holds_client_unit_ = false;  // released when the connection goes (it follows a take-over)
+    bool over_client_cap_ = false;
 };
 
 template <class Visit>

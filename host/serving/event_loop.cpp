@@ -44,10 +44,12 @@ EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFil
                .work_blocks = work_blocks_,
                .connections = connections_,
                .reads = read_watch_,
-               .inbox = std::make_shared<LoopInbox>(io_)},
+               .inbox = std::make_shared<LoopInbox>(io_),
+               .client_limits = options.routing.client_limits,
+               .trusted_proxies = options.routing.trusted_proxies},
       tick_timer_(io_), drain_warning_(io_) {
     if (options.access_log) {
-        access_lines_.emplace(*options.access_log, options.worker);
+        access_lines_.emplace(*options.access_log, options.worker, options.routing.trusted_proxies);
         context_.access = &*access_lines_;
     }
     connections_.on_emptied([this] {
@@ -182,6 +184,7 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, Port port) {
         ::close(fd);
         return;
     }
+    if (port != Port::status) connection->charge_client();  // one refused says so once it has spoken
     if (port == Port::tls && !connection->begin_tls(context_.tls, slot_)) {
         connection->close();
         return;

@@ -22,10 +22,11 @@ enum class H2Goaway : unsigned char {
     rapid_reset,   ///< too many streams opened and reset (CVE-2023-44487)
     header_flood,  ///< a header block past the limit (CONTINUATION floods, CVE-2024-27316)
     stalled,       ///< a client that took no bytes within --send-timeout, or sent a request too slowly
+    client_limit,  ///< its client held --client-connections already
     count
 };
 inline constexpr const char* kH2GoawayNames[] = {"idle",        "drain",        "protocol", "flood",
-                                                 "rapid_reset", "header_flood", "stalled"};
+                                                 "rapid_reset", "header_flood", "stalled", "client_limit"};
 static_assert(sizeof kH2GoawayNames / sizeof *kH2GoawayNames == std::size_t(H2Goaway::count));
 
 }  // namespace cspd

@@ -7,6 +7,7 @@
 //  - an instance drained with SIGTERM and started again fails no request;
 //  - an instance killed with -9 loses at most the requests in flight on it.
 #include "http_client.hpp"
+#include "nginx.hpp"
 #include "temp_dir.hpp"
 #include "test_server.hpp"
 
@@ -45,65 +46,19 @@ std::string run(const std::string& command) {
     return out;
 }
 
-unsigned short free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    socklen_t size = sizeof address;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
-    ::close(fd);
-    return ntohs(address.sin_port);
+/// nginx balancing `upstreams` with the retries an operator would set.
+std::unique_ptr<Nginx> balancer(const std::vector<unsigned short>& upstreams) {
+    std::string block = "  upstream cspd {\n";
+    for (unsigned short port : upstreams)
+        block += "    server 127.0.0.1:" + std::to_string(port) + " max_fails=1 fail_timeout=1s;\n";
+    block += "    keepalive 32;\n  }\n  server {\n    listen 127.0.0.1:@PORT@;\n    location / {\n"
+             "      proxy_pass http://cspd;\n      proxy_http_version 1.1;\n"
+             "      proxy_set_header Connection \"\";\n"
+             "      proxy_next_upstream error timeout http_502 http_503 http_504;\n"
+             "      proxy_next_upstream_tries 3;\n      proxy_connect_timeout 1s;\n"
+             "      proxy_read_timeout 5s;\n    }\n  }\n";
+    return std::make_unique<Nginx>(block);
 }
-
-/// nginx in the foreground, balancing `upstreams` with the retries an operator would set.
-class Nginx {
-public:
-    explicit Nginx(const std::vector<unsigned short>& upstreams) : port_(free_port()) {
-        std::ofstream conf(dir_ / "nginx.conf");
-        conf << (::geteuid() == 0 ? "user root;\n" : "") << "daemon off;\nworker_processes 1;\npid "
-             << (dir_ / "nginx.pid").string() << ";\nerror_log " << (dir_ / "error.log").string()
-             << " warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n";
-        for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
-            conf << "  " << temp << "_temp_path " << (dir_ / temp).string() << ";\n";
-        conf << "  upstream cspd {\n";
-        for (unsigned short port : upstreams) conf << "    server 127.0.0.1:" << port << " max_fails=1 fail_timeout=1s;\n";
-        conf << "    keepalive 32;\n  }\n  server {\n    listen 127.0.0.1:" << port_ << ";\n    location / {\n"
-             << "      proxy_pass http://cspd;\n      proxy_http_version 1.1;\n"
-             << "      proxy_set_header Connection \"\";\n"
-             << "      proxy_next_upstream error timeout http_502 http_503 http_504;\n"
-             << "      proxy_next_upstream_tries 3;\n      proxy_connect_timeout 1s;\n"
-             << "      proxy_read_timeout 5s;\n    }\n  }\n}\n";
-        conf.close();
-        std::vector<std::string> args{"/usr/sbin/nginx", "-p", dir_.path().string(), "-c", (dir_ / "nginx.conf").string()};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        if (::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-            throw std::runtime_error("cannot start /usr/sbin/nginx (apt-get install nginx-light)");
-        const auto answers = [&] {
-            try {
-                return fetch(port_, "/-/healthy").has_value();
-            } catch (const std::exception&) {  // not listening yet
-                return false;
-            }
-        };
-        if (!eventually(answers, 10s))
-            throw std::runtime_error("nginx did not start: " + error_log());
-    }
-    ~Nginx() {
-        ::kill(pid_, SIGTERM);
-        ::waitpid(pid_, nullptr, 0);
-    }
-    unsigned short port() const { return port_; }
-    std::string error_log() const { return read_file(dir_ / "error.log"); }
-
-private:
-    TempDir dir_;
-    unsigned short port_;
-    pid_t pid_ = -1;
-};
 
 struct LoadResult {
     long requests = 0, failures = 0;
@@ -141,7 +96,7 @@ protected:
             ports.push_back(instances.back()->port());
         }
         for (auto port : ports) ASSERT_TRUE(serves(port, "version 1"));
-        nginx = std::make_unique<Nginx>(ports);
+        nginx = balancer(ports);
         auto through = fetch(nginx->port(), "/csp/versioned");
         ASSERT_TRUE(through);
         ASSERT_EQ(through->body, "version 1");

@@ -22,8 +22,8 @@ std::string HttpResponse::header(const std::string& lower_name) const {
     return it == headers.end() ? std::string() : it->second;
 }
 
-HttpClient::HttpClient(unsigned short port, std::chrono::milliseconds timeout) {
-    fd_ = connect_loopback(port);
+HttpClient::HttpClient(unsigned short port, std::chrono::milliseconds timeout, const char* source) {
+    fd_ = connect_loopback(port, 0, source);
     if (fd_ < 0) throw std::system_error(errno, std::system_category(), "connect");
     timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -26,8 +26,9 @@ struct HttpResponse {
 
 class HttpClient {
 public:
-    /// Connects to 127.0.0.1:port; throws on failure.
-    explicit HttpClient(unsigned short port, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    /// Connects to 127.0.0.1:port (from `source`, another loopback address, if given); throws on failure.
+    explicit HttpClient(unsigned short port, std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                        const char* source = nullptr);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;

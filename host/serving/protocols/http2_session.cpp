@@ -7,6 +7,7 @@
 #include "common/ascii.hpp"
 #include "common/clocks.hpp"
 #include "http/response.hpp"
+#include "limits/client_limits.hpp"
 #include "serving/access_log.hpp"
 #include "serving/buffer_pool.hpp"
 #include "serving/exchange/answer_log.hpp"
@@ -51,6 +52,12 @@ std::shared_ptr<Http2Session> Http2Session::take_over(Connection& from, std::str
         return next;
     }
     next->start();
+    if (next->over_client_cap_) {  // --client-connections: refused before any stream is read
+        next->go_away(H2Goaway::client_limit, NGHTTP2_REFUSED_STREAM);
+        next->send_frames();
+        next->read_more();
+        return next;
+    }
     if (!first_bytes.empty()) next->process(first_bytes);
     next->read_more();  // the wait holds the session from here on
     // The loop began draining before the first bytes said HTTP/2: what they asked is answered,
@@ -68,6 +75,7 @@ Http2Session::~Http2Session() {
         if (s->pending) s->pending->drop(loop_.ending ? CSP_ABORT_DRAINING : CSP_ABORT_CLIENT_GONE, loop_.ending);
     if (owed_ && loop_.slot) bump(loop_.slot->replies_owed, std::uint64_t(0) - owed_);
     if (session_) nghttp2_session_del(session_);
+    for (; extra_units_ > 0; --extra_units_) loop_.client_limits->release(peer());
 }
 
 void Http2Session::start() {
@@ -258,6 +266,10 @@ struct Http2Session::Callbacks {
     static int begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
         if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
         Http2Session& self = of(user);
+        if (!self.charge_stream()) {
+            nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+            return 0;  // no stream is made: its headers and body are dropped
+        }
         try {
             std::unique_ptr<Http2Stream> made = Http2Stream::make(frame->hd.stream_id);
             Http2Stream* s = made.get();
@@ -781,6 +793,19 @@ void Http2Session::stream_closed(std::int32_t id, std::uint32_t) {
     streams_.erase(found);
     Http2Stream::let_go(std::move(gone));
     last_stream_ = coarse_now_ms();
+    // --client-connections: the connection's own unit covers one stream, each other holds one.
+    if (extra_units_ > 0 && extra_units_ + 1 > std::max<std::size_t>(streams_.size(), 1)) {
+        --extra_units_;
+        loop_.client_limits->release(peer());
+    }
+}
+
+bool Http2Session::charge_stream() {
+    if (streams_.empty() || !holds_client_unit_) return true;  // the connection's unit covers the first
+    bool held = false;
+    if (!loop_.client_limits->hold(peer(), held)) return false;
+    if (held) ++extra_units_;
+    return true;
 }
 
 // ---- How an HTTP/2 session waits for answers that come later: each stream

@@ -131,6 +131,9 @@ private:
     void log_unrouted(const Http2Stream& s, const AnswerFacts& facts);
     /// Queues the HEADERS take_answer made for `s`, with DATA to follow if there is a body.
     void submit(Http2Stream& s);
+    /// --client-connections: a stream about to open holds a unit of its client's (the first is
+    /// the connection's own); false: the client has none left, refuse it.
+    bool charge_stream();
     void stream_closed(std::int32_t id, std::uint32_t error);
     /// Where DATA frames of `s` come from: its response's body, then its file (nghttp2's read callback).
     long read_body(Http2Stream& s, std::uint8_t* into, std::size_t room, std::uint32_t& flags);
@@ -220,6 +223,7 @@ private:
     std::size_t held_back_next_ = 0;
     std::vector<std::int32_t> heard_;  // WebSocket streams that received DATA (or ended) in this read
     std::size_t websockets_ = 0;       // streams carrying a WebSocket
+    std::size_t extra_units_ = 0;      // --client-connections units held for streams past the first
     std::vector<std::int32_t> websocket_ids_;  // for_each_websocket's list, kept for its capacity
     Http2Stream* routing_ = nullptr;   // the stream being routed: PendingCalls' calls are its
     OutputQueue queued_;               // frames the transport has not taken yet

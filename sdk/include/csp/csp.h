@@ -9,7 +9,8 @@
  * and sub-paths; 2.1 added streamed replies (csp_reply_stream); 2.2 added form arguments,
  * iteration over arguments and headers, cookies, request ids, logging and the store shared
  * by all workers; 2.3 added CSP_ABORT_NO_BODY and CSP_KV_QUOTA; 2.4 added WebSockets (csp_ws_*)
- * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress. Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress and csp_limit
+ * (with csp_reply_too_many). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
  * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
@@ -154,8 +155,9 @@ typedef struct csp_host_api {
     int (*ws_subscribe)(csp_ws *ws, const char *topic, size_t topic_size);
     int (*ws_unsubscribe)(csp_ws *ws, const char *topic, size_t topic_size);
     int (*publish)(const char *topic, size_t topic_size, const void *data, size_t size, int binary);
-    /* 2.5: compression. */
+    /* 2.5: compression, and limits a handler keys itself. */
     int (*reply_compress)(csp_reply *reply, int mode);
+    unsigned (*limit)(const csp_request *req, const char *key, size_t key_size, double rate_per_s, unsigned burst);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -405,6 +407,28 @@ typedef enum csp_compress {
  * Handlers built before 2.5 get CSP_COMPRESS_AUTO. 0, or -1 for another mode. */
 static inline int csp_reply_compress(csp_reply *reply, csp_compress mode) {
     return reply->api->reply_compress(reply, (int)mode);
+}
+
+/* ---- limits a handler keys itself (2.5) ---------------------------------- */
+
+/* Charges one request to `key` (an API key, a user id, a route: any bytes, NUL-terminated here)
+ * in a bucket of `rate_per_s` requests a second after a burst of `burst`, shared by every worker
+ * of the host, and kept apart from other handlers' keys of the same name (sdk/README.md, "Limits").
+ * Returns 0 if the request may go on, or the whole seconds to wait (at least 1): answer with
+ * csp_reply_too_many. A rate not above 0 lets every request in. */
+static inline unsigned csp_limit(const csp_request *req, const char *key, double rate_per_s, unsigned burst) {
+    return req->api->limit(req, key, strlen(key), rate_per_s, burst);
+}
+
+/* 429 Too Many Requests with Retry-After: `seconds` and a short text body; return what it returns
+ * from the handler: `return csp_reply_too_many(reply, wait);`. Costs no ABI. */
+static inline int csp_reply_too_many(csp_reply *reply, unsigned seconds) {
+    char value[16];
+    snprintf(value, sizeof value, "%u", seconds ? seconds : 1u);
+    csp_reply_add_header(reply, "Retry-After", value);
+    csp_reply_set_content_type(reply, "text/plain; charset=utf-8");
+    csp_reply_puts(reply, "429 Too Many Requests\n");
+    return 429;
 }
 
 /* ---- configuration (2.2) ---------------------------------------------- */

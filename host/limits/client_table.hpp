@@ -1,0 +1,93 @@
+// What each client has done lately, shared by every process of a server: per key, a request
+// bucket and the work it holds open (connections, HTTP/2 streams, WebSockets). A memfd the top
+// process makes and every worker maps, as the store is, so a limit holds for the host, not per
+// worker or loop.
+//
+// The bucket is GCRA (the generic cell rate algorithm of ATM networks, as in redis-cell and
+// Envoy's quota): one timestamp per key, the theoretical arrival time of its next request, so a
+// check is exact at any rate and costs a comparison. Bounded: past `entries` keys, the least
+// recently used one holding nothing open is forgotten (and counted). Sharded: a key's shard has
+// its own process-shared robust mutex, so loops of different workers rarely wait for one another;
+// a process that dies holding one leaves that shard emptied, not wedged.
+#pragma once
+
+#include "common/unique_fd.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cspd {
+
+/// What a count is kept under: a client's address (its limit_key()), or a key a handler names.
+struct ClientKey {
+    enum class Kind : std::uint8_t { address = 1, handler = 2 };
+    Kind kind = Kind::address;
+    std::array<std::uint8_t, 16> bytes{};
+    bool operator==(const ClientKey&) const = default;
+};
+
+/// Which limit refused: the labels of cspd_client_limited_total.
+enum class LimitKind : std::uint8_t { rate = 0, connections = 1, handler = 2 };
+inline constexpr std::size_t kLimitKinds = 3;
+
+class ClientTable {
+public:
+    /// Room for `entries` keys (at least 1). Throws on failure.
+    static ClientTable create(std::size_t entries);
+    /// Maps the table at `fd`, made by create(entries) in the top process. Throws if it is not one.
+    static ClientTable attach(int fd, std::size_t entries);
+    ClientTable(ClientTable&& other) noexcept;
+    ClientTable& operator=(ClientTable&&) = delete;
+    ~ClientTable();
+
+    int fd() const { return fd_.get(); }
+
+    struct Verdict {
+        bool allowed = true;
+        std::int64_t wait_ns = 0;  ///< refused: how long until one more request would be allowed
+    };
+    /// One request of `key` at `now_ns` (CLOCK_MONOTONIC, the same in every process), at one
+    /// request per `interval_ns` after a burst of `burst`. A refusal is counted under `kind`.
+    Verdict charge(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns, unsigned burst, LimitKind kind);
+
+    enum class Hold { held, refused, untracked };
+    /// One more unit of open work for `key` if it holds fewer than `cap`: held (release() it
+    /// later), refused (counted), or untracked when the table has no key to forget (let in).
+    Hold hold(const ClientKey& key, unsigned cap);
+    /// Gives back a unit hold() returned `held` for.
+    void release(const ClientKey& key);
+    /// Open units `key` holds now (for tests and /-/status).
+    unsigned held(const ClientKey& key);
+
+    std::uint64_t limited(LimitKind kind) const;
+    std::uint64_t evictions() const;
+
+    struct Refused {
+        ClientKey key;
+        std::uint64_t refusals = 0;
+    };
+    /// The `n` address keys refused most since they were last forgotten, most first.
+    std::vector<Refused> most_refused(std::size_t n);
+
+    struct Header;
+    struct Shard;
+    struct Entry;
+
+private:
+    ClientTable(UniqueFd fd, void* memory, std::size_t bytes);
+    /// The shard of `key` (its hash into `hash`), locked; unlock it with unlock().
+    Shard& lock_shard(const ClientKey& key, std::uint64_t& hash);
+    Shard& lock_shard(std::size_t index);
+    void unlock(Shard& shard);
+    Shard& shard_at(std::size_t index);
+
+    UniqueFd fd_;
+    void* memory_ = nullptr;
+    std::size_t bytes_ = 0;
+    Header* header_ = nullptr;
+};
+
+}  // namespace cspd

@@ -1,0 +1,183 @@
+#include "limits/client_limits.hpp"
+#include "limits/client_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+namespace cspd {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+ClientKey key_of(const char* address) { return {ClientKey::Kind::address, IpAddress::parse(address)->bytes}; }
+
+TEST(ClientTable, LetsABurstThroughThenOneRequestPerInterval) {
+    ClientTable table = ClientTable::create(1024);
+    const ClientKey a = key_of("192.0.2.1");
+    const std::int64_t t0 = 1000 * kMs, interval = 10 * kMs;  // 100 a second
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(table.charge(a, t0, interval, 20, LimitKind::rate).allowed) << i;
+    const auto refused = table.charge(a, t0, interval, 20, LimitKind::rate);
+    EXPECT_FALSE(refused.allowed);
+    EXPECT_EQ(refused.wait_ns, interval);  // the next one fits one interval later
+    EXPECT_FALSE(table.charge(a, t0 + interval - 1, interval, 20, LimitKind::rate).allowed);
+    EXPECT_TRUE(table.charge(a, t0 + interval, interval, 20, LimitKind::rate).allowed);
+    // Over one second at the rate, exactly 100 more get in, whatever the spacing of the tries.
+    int allowed = 0;
+    for (std::int64_t t = t0 + interval + kMs / 4; t <= t0 + interval + 1000 * kMs; t += kMs / 4)
+        allowed += table.charge(a, t, interval, 20, LimitKind::rate).allowed;
+    EXPECT_EQ(allowed, 100);
+    EXPECT_EQ(table.limited(LimitKind::rate), 2u + (4000u - 100u));  // 4,000 tries in that second
+    // An idle key is full again after burst intervals.
+    const std::int64_t later = t0 + 5000 * kMs;
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(table.charge(a, later, interval, 20, LimitKind::rate).allowed) << i;
+    EXPECT_FALSE(table.charge(a, later, interval, 20, LimitKind::rate).allowed);
+}
+
+TEST(ClientTable, SaysHowLongToWaitAccurately) {
+    ClientTable table = ClientTable::create(64);
+    const ClientKey a = key_of("192.0.2.1");
+    const std::int64_t t0 = 7 * kMs, minute = 60'000 * kMs;  // one a minute, a burst of 2
+    EXPECT_TRUE(table.charge(a, t0, minute, 2, LimitKind::rate).allowed);
+    EXPECT_TRUE(table.charge(a, t0, minute, 2, LimitKind::rate).allowed);
+    const auto refused = table.charge(a, t0 + 15'000 * kMs, minute, 2, LimitKind::rate);
+    ASSERT_FALSE(refused.allowed);
+    EXPECT_EQ(refused.wait_ns, 45'000 * kMs);
+    EXPECT_EQ(retry_after_seconds(refused.wait_ns), 45u);
+    EXPECT_EQ(retry_after_seconds(1), 1u);
+    EXPECT_EQ(retry_after_seconds(1'000'000'001), 2u);
+    EXPECT_EQ(retry_after_seconds(0), 1u);
+}
+
+TEST(ClientTable, KeepsEachKeyApart) {
+    ClientTable table = ClientTable::create(1024);
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    EXPECT_TRUE(table.charge(key_of("192.0.2.1"), t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_FALSE(table.charge(key_of("192.0.2.1"), t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_TRUE(table.charge(key_of("192.0.2.2"), t0, interval, 1, LimitKind::rate).allowed);
+    ClientKey handler = key_of("192.0.2.1");
+    handler.kind = ClientKey::Kind::handler;  // the same bytes as a handler's key: another bucket
+    EXPECT_TRUE(table.charge(handler, t0, interval, 1, LimitKind::handler).allowed);
+}
+
+TEST(ClientTable, ForgetsTheLeastRecentlyUsedAndCountsIt) {
+    ClientTable table = ClientTable::create(64);  // one shard of 64
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    for (std::uint32_t i = 0; i < 64; ++i)
+        EXPECT_TRUE(table.charge({ClientKey::Kind::address, IpAddress::v4(0x0a000000 + i).bytes}, t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_EQ(table.evictions(), 0u);
+    // 10.0.0.0 is used again: 10.0.0.1 is the oldest now, and goes first.
+    const ClientKey first{ClientKey::Kind::address, IpAddress::v4(0x0a000000).bytes};
+    EXPECT_FALSE(table.charge(first, t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_TRUE(table.charge(key_of("192.0.2.99"), t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_EQ(table.evictions(), 1u);
+    EXPECT_FALSE(table.charge(first, t0, interval, 1, LimitKind::rate).allowed);  // still remembered
+    const ClientKey second{ClientKey::Kind::address, IpAddress::v4(0x0a000001).bytes};
+    EXPECT_TRUE(table.charge(second, t0, interval, 1, LimitKind::rate).allowed);  // forgotten: a full bucket
+}
+
+TEST(ClientTable, NeverForgetsAKeyThatHoldsOpenWork) {
+    ClientTable table = ClientTable::create(64);
+    for (std::uint32_t i = 0; i < 64; ++i)
+        ASSERT_EQ(table.hold({ClientKey::Kind::address, IpAddress::v4(0x0a000000 + i).bytes}, 5), ClientTable::Hold::held);
+    // Every key holds a connection: a new one cannot be tracked, and is let in untracked.
+    EXPECT_EQ(table.hold(key_of("192.0.2.1"), 5), ClientTable::Hold::untracked);
+    EXPECT_EQ(table.evictions(), 0u);
+    table.release({ClientKey::Kind::address, IpAddress::v4(0x0a000000).bytes});
+    EXPECT_EQ(table.hold(key_of("192.0.2.1"), 5), ClientTable::Hold::held);
+    EXPECT_EQ(table.evictions(), 1u);
+}
+
+TEST(ClientTable, CapsOpenWorkPerKey) {
+    ClientTable table = ClientTable::create(1024);
+    const ClientKey a = key_of("192.0.2.1");
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::held);
+    EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::refused);
+    EXPECT_EQ(table.held(a), 3u);
+    EXPECT_EQ(table.hold(key_of("192.0.2.2"), 3), ClientTable::Hold::held);
+    table.release(a);
+    EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::held);
+    EXPECT_EQ(table.limited(LimitKind::connections), 1u);
+    for (int i = 0; i < 5; ++i) table.release(a);  // more releases than holds: it stays at zero
+    EXPECT_EQ(table.held(a), 0u);
+}
+
+TEST(ClientTable, ListsTheAddressesRefusedMost) {
+    ClientTable table = ClientTable::create(1024);
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    const char* addresses[] = {"192.0.2.1", "192.0.2.2", "192.0.2.3"};
+    for (int n = 0; n < 3; ++n)
+        for (int i = 0; i <= (n + 1) * 2; ++i) table.charge(key_of(addresses[n]), t0, interval, 1, LimitKind::rate);
+    const auto most = table.most_refused(2);
+    ASSERT_EQ(most.size(), 2u);
+    EXPECT_EQ(IpAddress{most[0].key.bytes}.text(), "192.0.2.3");
+    EXPECT_EQ(most[0].refusals, 6u);
+    EXPECT_EQ(IpAddress{most[1].key.bytes}.text(), "192.0.2.2");
+    EXPECT_EQ(most[1].refusals, 4u);
+}
+
+TEST(ClientTable, IsOneTableForEveryProcessThatMapsIt) {
+    ClientTable table = ClientTable::create(4096);  // 64 shards
+    const ClientKey a = key_of("192.0.2.1");
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // A worker maps the master's table by its descriptor.
+        ClientTable mapped = ClientTable::attach(::dup(table.fd()), 4096);
+        int allowed = 0;
+        for (int i = 0; i < 10; ++i) allowed += mapped.charge(a, t0, interval, 10, LimitKind::rate).allowed;
+        ::_exit(allowed == 10 && mapped.hold(a, 2) == ClientTable::Hold::held ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_FALSE(table.charge(a, t0, interval, 10, LimitKind::rate).allowed);  // the child spent the burst
+    EXPECT_EQ(table.held(a), 1u);
+    EXPECT_THROW(ClientTable::attach(::dup(table.fd()), 1024), std::runtime_error);  // another size
+}
+
+TEST(ClientLimits, ParsesRates) {
+    EXPECT_DOUBLE_EQ(*parse_rate("100"), 100);
+    EXPECT_DOUBLE_EQ(*parse_rate("100/s"), 100);
+    EXPECT_DOUBLE_EQ(*parse_rate("600/m"), 10);
+    EXPECT_DOUBLE_EQ(*parse_rate("0.5"), 0.5);
+    for (const char* bad : {"", "0", "-1", "10/h", "x", "10/", "nan", "inf"}) EXPECT_FALSE(parse_rate(bad)) << bad;
+}
+
+TEST(ClientLimits, KeysHandlersApartAndCountsThem) {
+    ClientTable table = ClientTable::create(1024);
+    ClientLimits limits(ClientLimitsConfig{}, table);
+    EXPECT_EQ(limits.charge_request(*IpAddress::parse("192.0.2.1"), kMs), 0u);  // no --client-rate: never
+    EXPECT_EQ(limits.charge_key("api", "user-1", 1, 1, kMs), 0u);
+    EXPECT_EQ(limits.charge_key("api", "user-1", 1, 1, kMs), 1u);
+    EXPECT_EQ(limits.charge_key("other", "user-1", 1, 1, kMs), 0u);  // another handler's bucket
+    EXPECT_EQ(limits.charge_key("api", "user-2", 1, 1, kMs), 0u);
+    EXPECT_EQ(limits.charge_key("api", "user-1", 0, 1, kMs), 0u);  // no rate: no limit
+    EXPECT_EQ(table.limited(LimitKind::handler), 1u);
+}
+
+TEST(ClientLimits, CountsAnIPv6ClientByItsSlash64) {
+    ClientTable table = ClientTable::create(1024);
+    ClientLimitsConfig config;
+    config.rate = 1;
+    config.burst = 2;
+    config.connections = 1;
+    ClientLimits limits(config, table);
+    EXPECT_EQ(limits.charge_request(*IpAddress::parse("2001:db8:0:1::1"), kMs), 0u);
+    EXPECT_EQ(limits.charge_request(*IpAddress::parse("2001:db8:0:1::2"), kMs), 0u);
+    EXPECT_EQ(limits.charge_request(*IpAddress::parse("2001:db8:0:1:ffff::3"), kMs), 1u);
+    EXPECT_EQ(limits.charge_request(*IpAddress::parse("2001:db8:0:2::1"), kMs), 0u);
+    bool held = false;
+    EXPECT_TRUE(limits.hold(*IpAddress::parse("2001:db8:0:1::1"), held));
+    EXPECT_TRUE(held);
+    EXPECT_FALSE(limits.hold(*IpAddress::parse("2001:db8:0:1::9"), held));
+    limits.release(*IpAddress::parse("2001:db8:0:1::1"));
+    EXPECT_TRUE(limits.hold(*IpAddress::parse("2001:db8:0:1::9"), held));
+}
+
+}  // namespace
+}  // namespace cspd
