@@ -62,6 +62,7 @@ LoopOptions loop_options(const Config& config, AccessLog* access_log, unsigned w
                        .client_limits = client_limits};
     options.max_connections = (config.max_connections + config.loops_total() - 1) / config.loops_total();
     options.access_log = access_log;
+    options.proxy_protocol = config.proxy_protocol;
     options.worker = worker;
     return options;
 }

@@ -5,6 +5,7 @@
 #include "http/http1_response.hpp"
 #include "serving/protocols/http1_session.hpp"
 #include "serving/loop_inbox.hpp"
+#include "serving/proxy_header_wait.hpp"
 #include "stats/shared_stats.hpp"
 #include "tls/tls_contexts.hpp"
 
@@ -33,6 +34,7 @@ constexpr std::size_t kProbeReserve = 8;
 
 EventLoop::EventLoop(unsigned index, const LoopOptions& options, const StaticFiles& www)
     : index_(index), connection_limit_(std::max<std::size_t>(1, options.max_connections)),
+      proxy_protocol_(options.proxy_protocol),
       work_blocks_(Http1Session::work_bytes()),
       // Only the flag's address, which the router keeps: context_ itself is built after it.
       router_(handlers_, www, options.routing, std::addressof(context_.draining)),
@@ -160,6 +162,35 @@ std::optional<Lane> EventLoop::lane_for(bool status_port) const {
 }
 
 void EventLoop::admit(int fd, const tcp::endpoint& peer, Port port) {
+    if (!proxy_protocol_ || port == Port::status) {
+        admit_client(fd, peer, port);
+        return;
+    }
+    // Waiting for a header is holding a connection: --max-connections bounds both together.
+    if (proxy_waits_ + context_.open_in_lane[std::size_t(Lane::public_port)] >= connection_limit_) {
+        ::close(fd);
+        say_overloaded();
+        return;
+    }
+    try {
+        const auto wait = std::make_shared<ProxyHeaderWait>(
+            read_watch_, fd, peer, std::chrono::seconds(std::max(1u, context_.limits.header_timeout_s)),
+            [this, port](int accepted, const tcp::endpoint& client) { admit_client(accepted, client, port); },
+            [this](const tcp::endpoint& from, const char* why) { say_no_proxy_header(from, why); }, proxy_waits_);
+        wait->begin();
+    } catch (const std::bad_alloc&) {
+        spdlog::error("loop {}: out of memory for a new connection; closing it", index_);
+    }
+}
+
+void EventLoop::say_no_proxy_header(const tcp::endpoint& peer, const char* why) {
+    const std::uint32_t second = coarse_now_ms() / 1000;
+    if (last_proxy_log_ == second) return;
+    last_proxy_log_ = second;
+    spdlog::warn("loop {}: closed a connection from {}: {}", index_, peer.address().to_string(), why);
+}
+
+void EventLoop::admit_client(int fd, const tcp::endpoint& peer, Port port) {
     const std::optional<Lane> lane = lane_for(port == Port::status);
     if (!lane) {
         if (port == Port::tls)

@@ -39,6 +39,7 @@ struct LoopOptions {
     BuiltinOptions routing;
     std::size_t max_connections = 10000;  ///< this loop's share of --max-connections
     AccessLog* access_log = nullptr;      ///< where the loop's lines go (--access-log), or none
+    bool proxy_protocol = false;          ///< --proxy-protocol: the public ports' connections open with a PROXY header
     unsigned worker = 0;                  ///< which worker the loop is in, for its access log lines
 };
 
@@ -89,8 +90,12 @@ private:
     enum class Port : std::uint8_t { plain, tls, status };
     /// A listening socket of `port`'s kind; `what` follows the loop's name in its log lines.
     void adopt(int fd, Port port, const char* what);
-    /// A socket from one of the acceptors: a Connection, or a 503 past the limit.
+    /// A socket from one of the acceptors: with --proxy-protocol, its header first; then admit_client.
     void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, Port port);
+    /// A Connection for `client`, or a 503 past the limit.
+    void admit_client(int fd, const boost::asio::ip::tcp::endpoint& client, Port port);
+    /// At most once a second: a connection closed for its PROXY header (`why`).
+    void say_no_proxy_header(const boost::asio::ip::tcp::endpoint& peer, const char* why);
     /// At most once a second: an HTTPS connection came while no certificate serves.
     void say_no_certificate();
     /// The budget a new connection falls in, or nullopt: refused.
@@ -102,6 +107,9 @@ private:
 
     unsigned index_;
     std::size_t connection_limit_;
+    bool proxy_protocol_;
+    std::size_t proxy_waits_ = 0;  // connections waiting for their PROXY header
+    std::uint32_t last_proxy_log_ = ~0u;
     // Sockets and timers are touched only by this loop's thread; only post() comes from others.
     boost::asio::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     HandlerTable handlers_;

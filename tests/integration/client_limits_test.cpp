@@ -255,5 +255,102 @@ TEST(TrustProxy, LimitsEachClientBehindNginxApartAndIgnoresForgedAddresses) {
     EXPECT_EQ(lines.find("127.0.0.3 - - ["), std::string::npos) << lines;
 }
 
+/// One GET of /csp/echo on a new connection that opens with `header`.
+std::optional<HttpResponse> fetch_via_proxy_header(unsigned short port, const std::string& header) {
+    HttpClient c(port, 5s);
+    c.send(header + get_line("/csp/echo"));
+    return c.read_response();
+}
+
+/// Sends `header` then a GET of /csp/echo on one connection from 127.0.0.1: the client the handler saw.
+std::string echoed_client(unsigned short port, const std::string& header) {
+    HttpClient c(port, 5s);
+    c.send(header + get_line("/csp/echo"));
+    const auto r = c.read_response();
+    if (!r) return "no answer";
+    const std::size_t at = r->body.find("client=");
+    return at == std::string::npos ? r->body : r->body.substr(at + 7, r->body.find('\n', at) - at - 7);
+}
+
+TEST(ProxyProtocol, TakesTheClientFromVersion1And2HeadersAndClosesConnectionsWithout) {
+    TestServer server({"--workers", "2", "--threads", "2", "--proxy-protocol", "--client-rate", "1/m", "--client-burst",
+                       "2", "--status-listen", "127.0.0.1:0", "--log-level", "info"},
+                      false);
+    install_by_rename(test_handler("echo.so"), server.handlers() / "echo.so");
+    server.start();
+    // The status address takes no header: the operator's probes reach it as they are.
+    ASSERT_TRUE(eventually([&] { return code_of(fetch(server.status_port(), "/-/ready")) == 200; }, 5s));
+    EXPECT_EQ(echoed_client(server.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n"), "203.0.113.7");
+    EXPECT_EQ(echoed_client(server.port(), "PROXY TCP6 2001:db8::7 ::1 5555 80\r\n"), "2001:db8::7");
+    std::string v2("\r\n\r\n\0\r\nQUIT\n\x21\x11\x00\x0c\xc6\x33\x64\x09\x7f\x00\x00\x01\x15\xb3\x00\x50", 28);
+    EXPECT_EQ(echoed_client(server.port(), v2), "198.51.100.9");
+    EXPECT_EQ(echoed_client(server.port(), "PROXY UNKNOWN\r\n"), "127.0.0.1");  // the peer stands
+    // Its header in pieces, as a slow balancer might write it, is waited for.
+    {
+        HttpClient c(server.port(), 5s);
+        c.send("PROXY TCP4 203.0.113.");
+        std::this_thread::sleep_for(50ms);
+        c.send("8 127.0.0.1 5555 80\r\n" + get_line("/csp/echo"));
+        const auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_NE(r->body.find("client=203.0.113.8\n"), std::string::npos) << r->body;
+    }
+    // A connection without one is closed, unanswered, and the log says why.
+    HttpClient plain(server.port(), 5s);
+    plain.send(get_line("/csp/echo"));
+    EXPECT_FALSE(plain.read_response());
+    EXPECT_TRUE(server.wait_for_log("no PROXY protocol header")) << server.log();
+    // The limits count the client the header names: 203.0.113.7 has one request of its burst of 2
+    // left, 203.0.113.9 a whole burst of its own.
+    EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n")), 200);
+    EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n")), 429);
+    EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.9 127.0.0.1 5555 80\r\n")), 200);
+}
+
+TEST(ProxyProtocol, NamesTheClientsBehindNginxStreamModule) {
+    TestServer server({"--proxy-protocol", "--client-rate", "1/m", "--client-burst", "3", "--log-level", "info"}, false);
+    install_by_rename(test_handler("echo.so"), server.handlers() / "echo.so");
+    server.start();
+    // nginx's stream module, proxy_protocol on: a TCP balancer in front (as HAProxy's send-proxy).
+    const Nginx nginx("", "load_module /usr/lib/nginx/modules/ngx_stream_module.so;\nstream {\n  server {\n"
+                          "    listen 127.0.0.1:@PORT@;\n    proxy_pass 127.0.0.1:" + std::to_string(server.port()) + ";\n"
+                          "    proxy_protocol on;\n  }\n}\n");
+    HttpClient a(nginx.port(), 5s, "127.0.0.1"), b(nginx.port(), 5s, "127.0.0.2");
+    const auto seen = b.get("/csp/echo");
+    ASSERT_EQ(code_of(seen), 200);
+    EXPECT_NE(seen->body.find("client=127.0.0.2\n"), std::string::npos) << seen->body;
+    int a_ok = 0;
+    for (int i = 0; i < 5; ++i) a_ok += code_of(a.get("/csp/echo")) == 200;
+    EXPECT_EQ(a_ok, 3);  // its burst; b's is its own
+    EXPECT_EQ(code_of(b.get("/csp/echo")), 200);
+}
+
+TEST(HandlerLimit, ChargesTheKeysAHandlerNamesAcrossWorkers) {
+    // No --client-* flag: csp_limit works on its own.
+    TestServer server({"--workers", "2", "--threads", "2", "--log-level", "info"}, false);
+    install_by_rename(test_handler("keyed_limit.so"), server.handlers() / "keyed_limit.so");
+    server.start();
+    ASSERT_TRUE(eventually([&] { return code_of(fetch(server.port(), "/csp/keyed_limit?key=warm&rate=1000")) == 200; }, 5s));
+    // Fresh connections land on either worker and loop: the key's bucket is the host's.
+    int ok = 0, limited = 0;
+    std::string retry_after;
+    for (int i = 0; i < 12; ++i) {
+        const auto r = fetch(server.port(), "/csp/keyed_limit?key=alice&rate=0.1");  // one every 10 s
+        ok += code_of(r) == 200;
+        if (code_of(r) == 429) {
+            ++limited;
+            retry_after = r->header("retry-after");
+            EXPECT_EQ(r->body, "429 Too Many Requests\n");
+        }
+    }
+    EXPECT_EQ(ok, 3);  // the burst
+    EXPECT_EQ(limited, 9);
+    EXPECT_TRUE(retry_after == "10" || retry_after == "9") << retry_after;
+    // Another key has its own bucket.
+    EXPECT_EQ(code_of(fetch(server.port(), "/csp/keyed_limit?key=bob&rate=0.1")), 200);
+    EXPECT_EQ(metric(server.port(), "cspd_client_limited_total{limit=\"handler\"}"), 9);
+    EXPECT_EQ(metric(server.port(), "cspd_client_limited_total{limit=\"rate\"}"), 0);
+}
+
 }  // namespace
 }  // namespace cspd::test

@@ -31,10 +31,14 @@ unsigned short free_port() {
     return ntohs(address.sin_port);
 }
 
-Nginx::Nginx(const std::string& http_block) : port_(free_port()) {
-    std::string block = http_block;
-    for (std::size_t at; (at = block.find("@PORT@")) != std::string::npos;) block.replace(at, 6, std::to_string(port_));
+Nginx::Nginx(const std::string& http_block, const std::string& main_block) : port_(free_port()) {
+    const auto with_port = [this](std::string block) {
+        for (std::size_t at; (at = block.find("@PORT@")) != std::string::npos;) block.replace(at, 6, std::to_string(port_));
+        return block;
+    };
+    const std::string block = with_port(http_block);
     std::ofstream conf(dir_ / "nginx.conf");
+    conf << with_port(main_block) << "\n";
     conf << (::geteuid() == 0 ? "user root;\n" : "") << "daemon off;\nworker_processes 1;\npid "
          << (dir_ / "nginx.pid").string() << ";\nerror_log " << (dir_ / "error.log").string()
          << " warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n";

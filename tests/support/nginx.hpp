@@ -15,10 +15,11 @@ unsigned short free_port();
 
 class Nginx {
 public:
-    /// Starts nginx with `http_block`, the inside of its http { } block, in which "@PORT@" stands
-    /// for port(); a server there should answer GET /-/healthy (proxied to cspd, say): the
-    /// constructor waits for it. Throws if nginx does not start.
-    explicit Nginx(const std::string& http_block);
+    /// Starts nginx with `http_block`, the inside of its http { } block, and `main_block` at the
+    /// top level (load_module, stream { }), in which "@PORT@" stands for port(); a server there
+    /// should answer GET /-/healthy (proxied to cspd, say): the constructor waits for it. Throws if
+    /// nginx does not start.
+    explicit Nginx(const std::string& http_block, const std::string& main_block = "");
     ~Nginx();
     Nginx(const Nginx&) = delete;
     Nginx& operator=(const Nginx&) = delete;

@@ -90,6 +90,10 @@ public:
     }
     template <class T> T* state() const { return static_cast<T*>(r_->state); }
     const csp_request* raw() const { return r_; }
+    /// 2.5: charges one request to `key` (csp_limit): 0 to go on, else the seconds to wait.
+    unsigned limit(std::string_view key, double rate_per_s, unsigned burst) const {
+        return r_->api->limit(r_, key.data(), key.size(), rate_per_s, burst);
+    }
 
     // 2.2
     /// The query's, else an urlencoded body's, first `name`, decoded (csp_form_arg).
@@ -183,6 +187,8 @@ public:
     bool cache_vary(std::string_view name) {
         return r_->api->reply_cache_vary(r_, name.data(), name.size()) == 0;
     }
+    /// 429 with Retry-After: `seconds` (csp_reply_too_many); return what it returns.
+    int too_many(unsigned seconds) { return csp_reply_too_many(r_, seconds); }
     /// Whether this answer may be compressed (csp_reply_compress): false sends it as it is.
     bool compress(bool allowed) {
         return csp_reply_compress(r_, allowed ? CSP_COMPRESS_AUTO : CSP_COMPRESS_OFF) == 0;
