@@ -1,5 +1,6 @@
 #include "cli/command_line.hpp"
 
+#include "common/ascii.hpp"
 #include "compression/compression_policy.hpp"
 #include "stats/shared_stats.hpp"
 
@@ -51,7 +52,7 @@ struct Readings {
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
          insecure_handlers = false, no_compress = false;
     std::string compress_encodings = "zstd,br,gzip", compress_types;  // empty types: the default list
-    std::string client_rate, trust_proxy;
+    std::string client_rate, trust_proxy, trust_proxy_header = "X-Forwarded-For";
 
     void apply(Config& config) const {
         if (single_process) config.workers = 0;
@@ -78,7 +79,9 @@ struct Readings {
         if (!compress_types.empty()) config.compression.types = comma_list(compress_types);
         if (!client_rate.empty()) config.client_limits.rate = parse_rate(client_rate).value_or(0);
         std::string error;
-        if (!trust_proxy.empty()) config.trusted_proxies = AddressRanges::parse(trust_proxy, error).value_or(AddressRanges());
+        if (!trust_proxy.empty()) config.trusted_proxies.peers = AddressRanges::parse(trust_proxy, error).value_or(AddressRanges());
+        config.trusted_proxies.header =
+            iequals(trust_proxy_header, "forwarded") ? ForwardedHeader::forwarded : ForwardedHeader::x_forwarded_for;
     }
 
     static std::vector<std::string> comma_list(std::string_view text) {
@@ -322,6 +325,15 @@ void add_client_options(CLI::App& app, Config& config, Readings& read) {
         ->check([](const std::string& text) -> std::string {
             std::string error;
             return AddressRanges::parse(text, error) ? std::string() : error;
+        })
+        ->group(group);
+    app.add_option("--trust-proxy-header", read.trust_proxy_header,
+                   "the one header --trust-proxy's peers write the client in: X-Forwarded-For or Forwarded (for=); "
+                   "the other is passed to handlers and never read")
+        ->capture_default_str()
+        ->check([](const std::string& text) -> std::string {
+            return iequals(text, "x-forwarded-for") || iequals(text, "forwarded") ? std::string()
+                                                                                   : "X-Forwarded-For or Forwarded";
         })
         ->group(group);
     app.add_flag("--proxy-protocol", config.proxy_protocol,

@@ -15,7 +15,34 @@ namespace {
 constexpr std::array<std::uint8_t, 12> kV4Prefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 }  // namespace
 
+namespace {
+/// "a.b.c.d" as inet_ntop writes it (no leading zeros, each part at most 255), or false: every
+/// request a limit counts reads its client's address this way, so it is worth the few lines.
+bool parse_dotted_quad(std::string_view text, std::uint32_t& address) {
+    if (text.size() < 7 || text.size() > 15) return false;
+    std::uint32_t value = 0;
+    unsigned parts = 0, digits = 0, part = 0;
+    for (const char c : text) {
+        if (c == '.') {
+            if (digits == 0 || ++parts > 3) return false;
+            value = (value << 8) | part;
+            part = digits = 0;
+        } else if (c >= '0' && c <= '9') {
+            if ((digits > 0 && part == 0) || ++digits > 3) return false;
+            part = part * 10 + unsigned(c - '0');
+            if (part > 255) return false;
+        } else {
+            return false;
+        }
+    }
+    if (parts != 3 || digits == 0) return false;
+    address = (value << 8) | part;
+    return true;
+}
+}  // namespace
+
 std::optional<IpAddress> IpAddress::parse(std::string_view text) {
+    if (std::uint32_t v4 = 0; parse_dotted_quad(text, v4)) return IpAddress::v4(v4);
     char buffer[48];
     if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
     std::memcpy(buffer, text.data(), text.size());

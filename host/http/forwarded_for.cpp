@@ -57,12 +57,6 @@ std::optional<IpAddress> walk(std::span<const HttpHeader> headers, std::string_v
     return reached;
 }
 
-bool has_header(std::span<const HttpHeader> headers, std::string_view name) {
-    for (const HttpHeader& h : headers)
-        if (iequals(h.name, name)) return true;
-    return false;
-}
-
 }  // namespace
 
 std::optional<IpAddress> forwarded_address(std::string_view entry) {
@@ -86,10 +80,10 @@ std::optional<IpAddress> forwarded_address(std::string_view entry) {
     return std::nullopt;
 }
 
-std::optional<IpAddress> forwarded_client(const HttpRequest& request, const AddressRanges& trusted) {
-    if (has_header(request.headers, "x-forwarded-for"))
-        return walk(request.headers, "x-forwarded-for", trusted, [](std::string_view item) { return item; });
-    return walk(request.headers, "forwarded", trusted, for_parameter);
+std::optional<IpAddress> forwarded_client(const HttpRequest& request, const ProxyTrust& trust) {
+    if (trust.header == ForwardedHeader::x_forwarded_for)
+        return walk(request.headers, "x-forwarded-for", trust.peers, [](std::string_view item) { return item; });
+    return walk(request.headers, "forwarded", trust.peers, for_parameter);
 }
 
 }  // namespace cspd

@@ -8,16 +8,30 @@
 #include "common/ip_address.hpp"
 #include "http/request.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
 namespace cspd {
 
-/// The client behind a trusted peer, from `request`'s headers: the right-most address not in
-/// `trusted`; the left-most when every one is trusted. Where an entry is not an address ("unknown",
-/// an obfuscated name, garbage), the walk stops at the address to its right, or with nullopt when
-/// it is the right-most: the trusted peer's own address stands then. Nullopt without either header.
-std::optional<IpAddress> forwarded_client(const HttpRequest& request, const AddressRanges& trusted);
+/// Which header the proxies write: one only, never the other as a fallback (a proxy that writes
+/// Forwarded passes a client's own X-Forwarded-For through untouched, and the other way round).
+enum class ForwardedHeader : std::uint8_t { x_forwarded_for, forwarded };
+
+/// --trust-proxy and --trust-proxy-header.
+struct ProxyTrust {
+    AddressRanges peers;
+    ForwardedHeader header = ForwardedHeader::x_forwarded_for;
+
+    bool empty() const { return peers.empty(); }
+    bool trusts(const IpAddress& address) const { return peers.contains(address); }
+};
+
+/// The client behind a trusted peer, from `request`'s `trust.header` lines: the right-most address
+/// not trusted; the left-most when every one is. Where an entry is not an address ("unknown", an
+/// obfuscated name, garbage), the walk stops at the address to its right, or with nullopt when it
+/// is the right-most: the trusted peer's own address stands then. Nullopt without the header.
+std::optional<IpAddress> forwarded_client(const HttpRequest& request, const ProxyTrust& trust);
 
 /// One entry of either header, as an address: "192.0.2.1", "2001:db8::1", "[2001:db8::1]:4711",
 /// "192.0.2.1:8080", or a Forwarded for= value, quoted or not. Nullopt for anything else.

@@ -2,7 +2,9 @@
 
 #include "common/ascii.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 
 namespace cspd {
 namespace {
@@ -215,8 +217,10 @@ int HttpParser::on_header_value(llhttp_t* p, const char* at, std::size_t length)
     // llhttp 8 passes obsolete line folding through as CR LF inside the value: refuse it
     // (RFC 9112 §5.2 allows rejecting with 400) rather than hand a handler a header with a newline.
     // The bytes before it count toward the limits first, as they would read a byte at a time.
-    std::size_t plain = 0;
-    while (plain < length && at[plain] != '\r' && at[plain] != '\n') ++plain;
+    const void* cr = std::memchr(at, '\r', length);
+    const void* lf = std::memchr(at, '\n', length);
+    const std::size_t plain = std::min(cr ? std::size_t(static_cast<const char*>(cr) - at) : length,
+                                       lf ? std::size_t(static_cast<const char*>(lf) - at) : length);
     if (!s.add_to_field(Field::value, spans.back().value, at, plain)) return -1;
     return plain == length ? 0 : -1;
 }

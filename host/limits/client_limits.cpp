@@ -17,16 +17,20 @@ ClientKey address_key(const IpAddress& client) {
     return {ClientKey::Kind::address, client.limit_key().bytes};
 }
 
+// One request a year is the slowest rate taken: a slower one (or 1e-300) would overflow the
+// interval, and is that one.
+constexpr double kSlowestPerSecond = 1.0 / (365.0 * 86400.0);
+
 std::int64_t interval_for(double per_second) {
     if (!(per_second > 0)) return 0;
-    return std::max<std::int64_t>(1, std::llround(kNsPerSecond / per_second));
+    return std::max<std::int64_t>(1, std::llround(kNsPerSecond / std::max(per_second, kSlowestPerSecond)));
 }
 
 }  // namespace
 
 unsigned ClientLimitsConfig::effective_burst() const {
     if (burst) return burst;
-    return unsigned(std::max(1.0, std::ceil(rate)));
+    return unsigned(std::clamp(std::ceil(rate), 1.0, 1e6));
 }
 
 std::optional<double> parse_rate(std::string_view text) {
@@ -50,13 +54,14 @@ unsigned retry_after_seconds(std::int64_t wait_ns) {
     return unsigned(std::clamp<std::int64_t>(seconds, 1, 1 << 30));
 }
 
-ClientLimits::ClientLimits(const ClientLimitsConfig& config, ClientTable& table)
-    : config_(config), table_(table), interval_ns_(interval_for(config.rate)) {}
+ClientLimits::ClientLimits(const ClientLimitsConfig& config, ClientTable& table, unsigned holder)
+    : config_(config), table_(table), interval_ns_(interval_for(config.rate)), burst_(config.effective_burst()),
+      holder_(holder) {}
 
 unsigned ClientLimits::charge_request(const IpAddress& client, std::int64_t now_ns) {
     if (!interval_ns_) return 0;
     const ClientTable::Verdict verdict =
-        table_.charge(address_key(client), now_ns, interval_ns_, config_.effective_burst(), LimitKind::rate);
+        table_.charge(address_key(client), now_ns, interval_ns_, burst_, LimitKind::rate);
     return verdict.allowed ? 0 : retry_after_seconds(verdict.wait_ns);
 }
 
@@ -80,7 +85,7 @@ unsigned ClientLimits::charge_key(std::string_view handler, std::string_view key
 bool ClientLimits::hold(const IpAddress& client, bool& held) {
     held = false;
     if (!config_.connections) return true;
-    switch (table_.hold(address_key(client), config_.connections)) {
+    switch (table_.hold(address_key(client), config_.connections, holder_)) {
     case ClientTable::Hold::held: held = true; return true;
     case ClientTable::Hold::refused: return false;
     case ClientTable::Hold::untracked: return true;
@@ -88,6 +93,6 @@ bool ClientLimits::hold(const IpAddress& client, bool& held) {
     return true;
 }
 
-void ClientLimits::release(const IpAddress& client) { table_.release(address_key(client)); }
+void ClientLimits::release(const IpAddress& client) { table_.release(address_key(client), holder_); }
 
 }  // namespace cspd

@@ -32,8 +32,8 @@ unsigned retry_after_seconds(std::int64_t wait_ns);
 
 class ClientLimits {
 public:
-    /// `table` outlives this.
-    ClientLimits(const ClientLimitsConfig& config, ClientTable& table);
+    /// `table` outlives this; `holder` is this process's (ClientTable::hold): its first loop slot.
+    ClientLimits(const ClientLimitsConfig& config, ClientTable& table, unsigned holder = 0);
 
     bool limits_rate() const { return interval_ns_ > 0; }
     bool caps_work() const { return config_.connections > 0; }
@@ -60,6 +60,8 @@ private:
     ClientLimitsConfig config_;
     ClientTable& table_;
     std::int64_t interval_ns_ = 0;  // between requests at --client-rate (0: none)
+    unsigned burst_ = 1;            // --client-burst, or its default
+    unsigned holder_;
 };
 
 }  // namespace cspd

@@ -53,12 +53,18 @@ public:
     /// request per `interval_ns` after a burst of `burst`. A refusal is counted under `kind`.
     Verdict charge(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns, unsigned burst, LimitKind kind);
 
+    /// Who holds units: each process serving (its first loop slot, below 64), so that what a
+    /// worker held goes when it dies (forget_holder), however it died.
+    static constexpr unsigned kHolders = 64;
     enum class Hold { held, refused, untracked };
-    /// One more unit of open work for `key` if it holds fewer than `cap`: held (release() it
-    /// later), refused (counted), or untracked when the table has no key to forget (let in).
-    Hold hold(const ClientKey& key, unsigned cap);
+    /// One more unit of open work for `key`, charged to `holder`, if it holds fewer than `cap` in
+    /// all: held (release() it later), refused (counted), or untracked when every entry of its
+    /// shard holds open work (let in).
+    Hold hold(const ClientKey& key, unsigned cap, unsigned holder);
     /// Gives back a unit hold() returned `held` for.
-    void release(const ClientKey& key);
+    void release(const ClientKey& key, unsigned holder);
+    /// Everything `holder` held (a worker that died, or one about to start in its place).
+    void forget_holder(unsigned holder);
     /// Open units `key` holds now (for tests and /-/status).
     unsigned held(const ClientKey& key);
 
@@ -75,19 +81,25 @@ public:
     struct Header;
     struct Shard;
     struct Entry;
+    struct Geometry {
+        std::uint32_t shards, per_shard, buckets;
+        std::size_t shard_bytes, bytes;
+    };
 
 private:
-    ClientTable(UniqueFd fd, void* memory, std::size_t bytes);
-    /// The shard of `key` (its hash into `hash`), locked; unlock it with unlock().
-    Shard& lock_shard(const ClientKey& key, std::uint64_t& hash);
-    Shard& lock_shard(std::size_t index);
+    ClientTable(UniqueFd fd, void* memory, const Geometry& geometry);
+    /// The shard of `key` (its hash into `hash`), locked, or null when its lock is not one any
+    /// more (count nothing); unlock it with unlock().
+    Shard* lock_shard(const ClientKey& key, std::uint64_t& hash);
+    Shard* lock_shard(std::size_t index);
     void unlock(Shard& shard);
     Shard& shard_at(std::size_t index);
 
     UniqueFd fd_;
     void* memory_ = nullptr;
-    std::size_t bytes_ = 0;
+    Geometry geometry_{};  // checked at create or attach, never read from the shared memory again
     Header* header_ = nullptr;
+    std::uint64_t seed_ = 0;
 };
 
 }  // namespace cspd

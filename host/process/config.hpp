@@ -3,6 +3,7 @@
 
 #include "common/ip_address.hpp"
 #include "compression/compression_policy.hpp"
+#include "http/forwarded_for.hpp"
 #include "limits/client_limits.hpp"
 #include "process/worker_role.hpp"
 #include "serving/connection_limits.hpp"
@@ -60,7 +61,7 @@ struct Config {
     bool request_id_header = false;      ///< X-Request-Id on every response
     CompressionPolicy compression;       ///< --compress-*, --no-compress: which answers are compressed, how
     ClientLimitsConfig client_limits;    ///< --client-*: each client's request rate and open work
-    AddressRanges trusted_proxies;       ///< --trust-proxy: peers whose X-Forwarded-For / Forwarded name the client
+    ProxyTrust trusted_proxies;          ///< --trust-proxy, --trust-proxy-header: peers whose X-Forwarded-For (or Forwarded) names the client
     bool proxy_protocol = false;         ///< --proxy-protocol: every connection on --port / --tls-port opens with a PROXY header
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none

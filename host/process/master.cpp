@@ -106,6 +106,7 @@ private:
         if (stopping_) return -1;
         // The slots are reset before the worker exists: it may mark itself ready before posix_spawn returns.
         banks_.prepare_for_start(index, bank);
+        clients_.forget_holder(banks_.first_slot(index, bank));  // a holder that died unseen counts nothing
         LoopSlot* slots = slots_of(index, bank);
         int error = 0;
         UniqueFd keys_channel;
@@ -167,6 +168,8 @@ private:
         LoopSlot* slots = slots_of(index);
         const std::vector<Blamed> blamed = blame_for_death(slots, config_.threads, status);
         banks_.mark_dead(index, worker.bank);
+        // What its connections held in the client table goes with it, however it died.
+        clients_.forget_holder(banks_.first_slot(index, worker.bank));
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (stopping_) {
             // A worker that could not stop cleanly makes the whole stop unclean: say so in the exit code.

@@ -81,7 +81,7 @@ public:
     Worker(const Config& config, std::optional<WorkerRole> role)
         : config_(config), role_(role), first_slot_(role ? role->first_slot : 0), www_(config.www_dir),
           shared_(shared_counters_for(config, role)), stats_(shared_.stats()), store_(shared_store_for(config, role)),
-          clients_(client_table_for(config, role)), client_limits_(config.client_limits, clients_),
+          clients_(client_table_for(config, role)), client_limits_(config.client_limits, clients_, first_slot_),
           // Before the loops: it outlives them, and its threads post into their inboxes.
           blocking_(config.blocking_threads, config.blocking_queue, &stats_.slots[first_slot_]),
           access_log_(open_access_log(config)),

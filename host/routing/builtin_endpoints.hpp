@@ -12,7 +12,7 @@ namespace cspd {
 
 class TlsStatusBoard;
 class ClientLimits;
-class AddressRanges;
+struct ProxyTrust;
 
 struct SharedStats;
 
@@ -29,7 +29,7 @@ struct BuiltinOptions {
     unsigned short https_redirect_port = 0;
     CompressionPolicy compression;  ///< --compress-* (read by the Router)
     ClientLimits* client_limits = nullptr;             ///< --client-rate (read by the Router); null: none
-    const AddressRanges* trusted_proxies = nullptr;    ///< --trust-proxy (read by the Router); null: none
+    const ProxyTrust* trusted_proxies = nullptr;    ///< --trust-proxy (read by the Router); null: none
 };
 
 class BuiltinEndpoints {

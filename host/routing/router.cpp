@@ -73,7 +73,7 @@ Routed Router::respond(const HttpRequest& request, const RequestContext& context
     RequestContext behind;
     if (client_limits_ || trusted_proxies_) {
         client_ip_ = IpAddress::parse(context.client.address).value_or(IpAddress{});
-        if (trusted_proxies_ && !context.client.status_port() && trusted_proxies_->contains(client_ip_))
+        if (trusted_proxies_ && !context.client.status_port() && trusted_proxies_->trusts(client_ip_))
             if (const std::optional<IpAddress> named = forwarded_client(request, *trusted_proxies_)) {
                 behind = context;
                 client_ip_ = *named;
@@ -149,10 +149,12 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
         return builtin_.full(exchange);
     }
     // --client-connections: a connection past its client's share answers probes, else 503 and closes.
-    if (exchange.client.over_client_cap && path != "/-/healthy" && path != "/-/ready") {
-        routed.responder = Responder::builtin;
-        exchange.close_after = true;
-        return builtin_.client_full(exchange);
+    if (exchange.client.over_client_cap) {
+        exchange.close_after = true;  // a probe too: it must not keep an over-cap connection open
+        if (path != "/-/healthy" && path != "/-/ready") {
+            routed.responder = Responder::builtin;
+            return builtin_.client_full(exchange);
+        }
     }
     // --client-rate: every request counts but the operator's (probes, the status address).
     if (client_limits_ && !exchange.client.status_port() && path != "/-/healthy" && path != "/-/ready")

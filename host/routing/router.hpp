@@ -82,7 +82,7 @@ private:
     CompressedFiles compressed_files_;
     char id_buffer_[RequestId::kMaxText];
     ClientLimits* client_limits_;             // with --client-rate only
-    const AddressRanges* trusted_proxies_;    // with --trust-proxy only
+    const ProxyTrust* trusted_proxies_;    // with --trust-proxy only
     IpAddress client_ip_{};                   // the request routed now's client, with either of those
     char forwarded_text_[46];                 // the client a trusted proxy named, for the request routed now
     SharedStats* shared_ = nullptr;

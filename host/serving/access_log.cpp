@@ -176,7 +176,7 @@ void AccessLines::add(const ClientInfo& client, const HttpRequest* request, cons
     record.client_port = client.port;
     char named_text[46];
     if (trusted_ && request && !client.status_port() &&
-        trusted_->contains(IpAddress::parse(client.address).value_or(IpAddress{})))
+        trusted_->trusts(IpAddress::parse(client.address).value_or(IpAddress{})))
         if (const std::optional<IpAddress> named = forwarded_client(*request, *trusted_)) {
             record.client_address = {named_text, named->format(named_text)};
             record.client_port = 0;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "common/ip_address.hpp"
+#include "http/forwarded_for.hpp"
 #include "http/request.hpp"
 #include "routing/access_log_line.hpp"
 #include "routing/exchange.hpp"
@@ -103,7 +104,7 @@ struct AnswerFacts {
 class AccessLines {
 public:
     /// `trusted`: --trust-proxy's peers, whose lines name the client they forward (null: none).
-    AccessLines(AccessLog& log, unsigned worker, const AddressRanges* trusted = nullptr)
+    AccessLines(AccessLog& log, unsigned worker, const ProxyTrust* trusted = nullptr)
         : log_(log), worker_(worker), trusted_(trusted && !trusted->empty() ? trusted : nullptr) {}
     ~AccessLines() { hand_over(); }
     AccessLines(const AccessLines&) = delete;
@@ -123,7 +124,7 @@ private:
 
     AccessLog& log_;
     unsigned worker_;
-    const AddressRanges* trusted_;
+    const ProxyTrust* trusted_;
     Counter* dropped_ = nullptr;
     AccessTime time_;
     std::string lines_;

@@ -2,6 +2,7 @@
 
 #include "serving/loop_context.hpp"
 
+#include "http/forwarded_for.hpp"
 #include "limits/client_limits.hpp"
 
 #include <algorithm>
@@ -10,8 +11,9 @@
 
 namespace cspd {
 
-Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept
-    : loop_(loop), transport_(loop.reads, fd, peer.address().is_v6()), lane_(lane) {
+Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane,
+                       bool socket_v6) noexcept
+    : loop_(loop), transport_(loop.reads, fd, socket_v6 || peer.address().is_v6()), lane_(lane) {
     // Nothing here throws: the transport owns `fd` from the start.
     IpAddress::from_sockaddr(peer.data()).format(address_);
     port_ = peer.port();
@@ -39,7 +41,7 @@ bool Connection::charge_client() {
     // A proxy we trust carries many clients: it is not one of them (its requests' clients are
     // counted by rate, which sees who it names).
     if (!limits || !limits->caps_work() || lane_ == Lane::status_port ||
-        (loop_.trusted_proxies && loop_.trusted_proxies->contains(peer())))
+        (loop_.trusted_proxies && loop_.trusted_proxies->trusts(peer())))
         return true;
     over_client_cap_ = !limits->hold(peer(), holds_client_unit_);
     return !over_client_cap_;

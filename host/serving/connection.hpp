@@ -26,7 +26,10 @@ class Connection : public TransportUser, public std::enable_shared_from_this<Con
 public:
     /// Takes ownership of `fd`, a non-blocking accepted socket, and joins the loop's list.
     /// `lane`: the budget that let it in (the loop counts each; see LoopContext::open_in_lane).
-    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane) noexcept;
+    /// `peer` is the client (a PROXY header's, with --proxy-protocol); `socket_v6` says the socket
+    /// itself is IPv6 when `peer` is not (the balancer's connection may be of the other family).
+    Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer, Lane lane,
+               bool socket_v6 = false) noexcept;
     /// Takes over `from`'s transport, peer and lane (the protocol changes: HTTP/1 to HTTP/2);
     /// `from` is left with a closed transport, and stays in the loop's list no longer than it lives.
     struct TakeOver {};

@@ -5,6 +5,7 @@
 #include "http/http1_response.hpp"
 #include "serving/protocols/http1_session.hpp"
 #include "serving/loop_inbox.hpp"
+#include "http/forwarded_for.hpp"
 #include "serving/proxy_header_wait.hpp"
 #include "stats/shared_stats.hpp"
 #include "tls/tls_contexts.hpp"
@@ -172,11 +173,20 @@ void EventLoop::admit(int fd, const tcp::endpoint& peer, Port port) {
         say_overloaded();
         return;
     }
+    UniqueFd owned(fd);
     try {
         const auto wait = std::make_shared<ProxyHeaderWait>(
-            read_watch_, fd, peer, std::chrono::seconds(std::max(1u, context_.limits.header_timeout_s)),
-            [this, port](int accepted, const tcp::endpoint& client) { admit_client(accepted, client, port); },
+            read_watch_, owned.get(), peer, std::chrono::seconds(std::max(1u, context_.limits.header_timeout_s)),
+            [this, port](int accepted, const tcp::endpoint& client, const tcp::endpoint& from) {
+                // With --trust-proxy, only those peers may name a client: anyone else's header
+                // is taken and set aside, and the peer stands.
+                const ProxyTrust* trust = context_.trusted_proxies;
+                const bool may_name = !trust || trust->empty() ||
+                                      trust->trusts(IpAddress::from_sockaddr(from.data()));
+                admit_client(accepted, may_name ? client : from, port, from.address().is_v6());
+            },
             [this](const tcp::endpoint& from, const char* why) { say_no_proxy_header(from, why); }, proxy_waits_);
+        owned.release();  // the wait owns it now
         wait->begin();
     } catch (const std::bad_alloc&) {
         spdlog::error("loop {}: out of memory for a new connection; closing it", index_);
@@ -190,7 +200,11 @@ void EventLoop::say_no_proxy_header(const tcp::endpoint& peer, const char* why) 
     spdlog::warn("loop {}: closed a connection from {}: {}", index_, peer.address().to_string(), why);
 }
 
-void EventLoop::admit_client(int fd, const tcp::endpoint& peer, Port port) {
+void EventLoop::admit_client(int fd, const tcp::endpoint& peer, Port port, bool socket_v6) {
+    if (context_.ending) {  // a PROXY header completed while the loop is being taken down
+        ::close(fd);
+        return;
+    }
     const std::optional<Lane> lane = lane_for(port == Port::status);
     if (!lane) {
         if (port == Port::tls)
@@ -208,7 +222,7 @@ void EventLoop::admit_client(int fd, const tcp::endpoint& peer, Port port) {
     if (*lane == Lane::probe_reserve) say_overloaded();  // answered 503 unless it is a probe
     std::shared_ptr<Connection> connection;
     try {
-        connection = std::make_shared<Http1Session>(context_, fd, peer, *lane);
+        connection = std::make_shared<Http1Session>(context_, fd, peer, *lane, socket_v6);
     } catch (const std::bad_alloc&) {
         // Runs in a completion handler: nothing may leave it, or the loop (and the worker) ends.
         spdlog::error("loop {}: out of memory for a new connection; closing it", index_);

@@ -92,8 +92,9 @@ private:
     void adopt(int fd, Port port, const char* what);
     /// A socket from one of the acceptors: with --proxy-protocol, its header first; then admit_client.
     void admit(int fd, const boost::asio::ip::tcp::endpoint& peer, Port port);
-    /// A Connection for `client`, or a 503 past the limit.
-    void admit_client(int fd, const boost::asio::ip::tcp::endpoint& client, Port port);
+    /// A Connection for `client`, or a 503 past the limit. `socket_v6`: the socket is IPv6 (a
+    /// PROXY header may name a client of the other family).
+    void admit_client(int fd, const boost::asio::ip::tcp::endpoint& client, Port port, bool socket_v6 = false);
     /// At most once a second: a connection closed for its PROXY header (`why`).
     void say_no_proxy_header(const boost::asio::ip::tcp::endpoint& peer, const char* why);
     /// At most once a second: an HTTPS connection came while no certificate serves.

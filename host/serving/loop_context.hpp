@@ -30,7 +30,7 @@ class BlockingPool;
 struct LoopSlot;
 class LoopInbox;
 class ClientLimits;
-class AddressRanges;
+struct ProxyTrust;
 
 struct LoopContext {
     boost::asio::io_context& io;
@@ -52,7 +52,7 @@ struct LoopContext {
     bool draining = false;
     bool ending = false;  ///< the loop is being destroyed
     ClientLimits* client_limits = nullptr;            ///< --client-*: the host's per-client counts, if any
-    const AddressRanges* trusted_proxies = nullptr;   ///< --trust-proxy's peers, if any
+    const ProxyTrust* trusted_proxies = nullptr;   ///< --trust-proxy's peers, if any
     /// Open connections by the Lane that let them in.
     std::array<std::size_t, 3> open_in_lane{};
 };

@@ -27,7 +27,7 @@ asio::ip::tcp::endpoint endpoint_of(const IpAddress& address, unsigned short por
 ProxyHeaderWait::ProxyHeaderWait(ReadWatch& reads, int fd, const asio::ip::tcp::endpoint& peer,
                                  std::chrono::seconds timeout, OnHeader on_header, OnRefused on_refused,
                                  std::size_t& waiting)
-    : reads_(reads), fd_(fd), peer_(peer), retry_(reads.io()), deadline_(std::chrono::steady_clock::now() + timeout),
+    : reads_(reads), fd_(fd), peer_(peer), client_(peer), retry_(reads.io()), deadline_(std::chrono::steady_clock::now() + timeout),
       on_header_(std::move(on_header)), on_refused_(std::move(on_refused)), waiting_(waiting) {
     ++waiting_;
 }
@@ -85,7 +85,7 @@ ProxyHeaderWait::Step ProxyHeaderWait::try_read() {
         finish("its PROXY header could not be read");
         return Step::done;
     }
-    if (header.source) peer_ = endpoint_of(*header.source, header.source_port);
+    if (header.source) client_ = endpoint_of(*header.source, header.source_port);
     finish(nullptr);
     return Step::done;
 }
@@ -99,11 +99,16 @@ void ProxyHeaderWait::retry_after(std::chrono::milliseconds delay) {
     retry_.expires_after(std::min<std::chrono::steady_clock::duration>(delay, deadline_ - now));
     retry_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
         if (ec || self->finished_) return;
-        if (self->watched_) {  // the deadline, while waiting for a first byte
-            self->finish("no PROXY header within --header-timeout");
-            return;
+        // Runs in a completion handler: nothing may leave it, or the loop (and the worker) ends.
+        try {
+            if (self->watched_) {  // the deadline, while waiting for a first byte
+                self->finish("no PROXY header within --header-timeout");
+                return;
+            }
+            self->begin();
+        } catch (const std::exception&) {
+            self->finish("no memory to wait for its PROXY header");
         }
-        self->begin();
     });
 }
 
@@ -122,7 +127,7 @@ void ProxyHeaderWait::finish(const char* refused_why) {
         fd_.reset();
         return;
     }
-    on_header_(fd_.release(), peer_);
+    on_header_(fd_.release(), client_, peer_);
 }
 
 }  // namespace cspd

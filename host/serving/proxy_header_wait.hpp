@@ -23,8 +23,10 @@ namespace cspd {
 
 class ProxyHeaderWait final : public ReadWatch::Reader, public std::enable_shared_from_this<ProxyHeaderWait> {
 public:
-    /// Receives the socket and the client the header named (the peer itself after LOCAL or UNKNOWN).
-    using OnHeader = std::function<void(int fd, const boost::asio::ip::tcp::endpoint& client)>;
+    /// Receives the socket, the client the header named (the peer itself after LOCAL or UNKNOWN)
+    /// and the peer.
+    using OnHeader = std::function<void(int fd, const boost::asio::ip::tcp::endpoint& client,
+                                        const boost::asio::ip::tcp::endpoint& peer)>;
     /// Says why a connection was closed without one (for a rate-limited log line).
     using OnRefused = std::function<void(const boost::asio::ip::tcp::endpoint& peer, const char* why)>;
 
@@ -45,6 +47,7 @@ private:
     ReadWatch& reads_;
     UniqueFd fd_;
     boost::asio::ip::tcp::endpoint peer_;
+    boost::asio::ip::tcp::endpoint client_;
     boost::asio::steady_timer retry_;
     std::chrono::steady_clock::time_point deadline_;
     OnHeader on_header_;

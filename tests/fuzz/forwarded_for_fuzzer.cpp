@@ -15,7 +15,7 @@ void check(bool ok) {
     if (!ok) std::abort();
 }
 
-const cspd::AddressRanges& trusted_set(unsigned pick) {
+cspd::ProxyTrust trusted_set(unsigned pick, bool forwarded) {
     static const std::vector<cspd::AddressRanges> sets = [] {
         std::vector<cspd::AddressRanges> made;
         std::string error;
@@ -23,11 +23,11 @@ const cspd::AddressRanges& trusted_set(unsigned pick) {
             made.push_back(*cspd::AddressRanges::parse(list, error));
         return made;
     }();
-    return sets[pick % sets.size()];
+    return {sets[pick % sets.size()], forwarded ? cspd::ForwardedHeader::forwarded : cspd::ForwardedHeader::x_forwarded_for};
 }
 
 std::optional<cspd::IpAddress> named(const std::vector<std::string>& values, std::string_view header,
-                                     const cspd::AddressRanges& trusted) {
+                                     const cspd::ProxyTrust& trusted) {
     std::vector<cspd::HttpHeader> headers;
     for (const std::string& v : values) headers.push_back({header, v});
     cspd::HttpRequest request;
@@ -39,7 +39,7 @@ std::optional<cspd::IpAddress> named(const std::vector<std::string>& values, std
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0 || size > 4096) return 0;
     const bool forwarded = data[0] & 1;
-    const cspd::AddressRanges& trusted = trusted_set(data[0] >> 1);
+    const cspd::ProxyTrust trusted = trusted_set(data[0] >> 1, forwarded);
     const std::string_view header = forwarded ? "Forwarded" : "X-Forwarded-For";
     // The rest is the field's lines, one per '\n'.
     std::vector<std::string> values(1);
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::size_t n = client->format(text);
         check(cspd::IpAddress::parse({text, n}) == *client);
     }
-    if (client && !trusted.contains(*client)) {
+    if (client && !trusted.trusts(*client)) {
         // Anything a client prepends (here: the field itself, and an address of its choosing) is
         // left of the hops its proxies added: the answer stands.
         std::vector<std::string> prepended = values;

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
@@ -169,6 +171,35 @@ TEST(ClientConnections, HoldsAClientToItsShareAndLetsAnotherIn) {
     EXPECT_GE(metric(server.port(), "cspd_client_limited_total{limit=\"connections\"}"), 150);
 }
 
+TEST(ClientConnections, WhatAWorkerHeldGoesWithItWhenItIsKilled) {
+    TestServer server({"--workers", "1", "--client-connections", "5", "--log-level", "info"}, false);
+    install_by_rename(shipped_handler("hello.so"), server.handlers() / "hello.so");
+    server.start();
+    ASSERT_TRUE(eventually([&] { return code_of(fetch(server.port(), "/csp/hello")) == 200; }, 5s));
+    std::vector<std::unique_ptr<HttpClient>> held;
+    for (int i = 0; i < 5; ++i) {
+        held.push_back(std::make_unique<HttpClient>(server.port(), 5s));
+        ASSERT_EQ(code_of(held.back()->get("/csp/hello")), 200);
+    }
+    EXPECT_EQ(code_of(fetch(server.port(), "/csp/hello")), 503);
+    // The worker dies without closing anything; its successor must not inherit its count.
+    const pid_t worker = server.worker_pid();
+    ASSERT_GT(worker, 0);
+    ::kill(worker, SIGKILL);
+    ASSERT_TRUE(eventually([&] {
+        const pid_t now = server.worker_pid();
+        return now > 0 && now != worker && code_of(fetch(server.port(), "/-/ready")) == 200;
+    }, 10s));
+    held.clear();
+    int ok = 0;
+    std::vector<std::unique_ptr<HttpClient>> again;
+    for (int i = 0; i < 5; ++i) {
+        again.push_back(std::make_unique<HttpClient>(server.port(), 5s));
+        ok += code_of(again.back()->get("/csp/hello")) == 200;
+    }
+    EXPECT_EQ(ok, 5);
+}
+
 TEST(ClientConnections, CountsHttp2StreamsAndWebSockets) {
     TestServer server({"--workers", "2", "--threads", "2", "--client-connections", "50", "--log-level", "info"}, false);
     install_by_rename(test_handler("later.so"), server.handlers() / "later.so");
@@ -305,6 +336,19 @@ TEST(ProxyProtocol, TakesTheClientFromVersion1And2HeadersAndClosesConnectionsWit
     EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n")), 200);
     EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n")), 429);
     EXPECT_EQ(code_of(fetch_via_proxy_header(server.port(), "PROXY TCP4 203.0.113.9 127.0.0.1 5555 80\r\n")), 200);
+}
+
+TEST(ProxyProtocol, OnlyATrustedPeerMayNameTheClient) {
+    TestServer server({"--proxy-protocol", "--trust-proxy", "127.0.0.3", "--log-level", "info"}, false);
+    install_by_rename(test_handler("echo.so"), server.handlers() / "echo.so");
+    server.start();
+    // From 127.0.0.1, not trusted: its header is read and set aside, and it is the client itself.
+    EXPECT_EQ(echoed_client(server.port(), "PROXY TCP4 127.0.0.3 127.0.0.1 5555 80\r\n"), "127.0.0.1");
+    HttpClient trusted(server.port(), 5s, "127.0.0.3");
+    trusted.send("PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n" + get_line("/csp/echo"));
+    const auto r = trusted.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->body.find("client=203.0.113.7\n"), std::string::npos) << r->body;
 }
 
 TEST(ProxyProtocol, NamesTheClientsBehindNginxStreamModule) {

@@ -43,8 +43,8 @@ class Http1Session final : public Connection,
 public:
     /// A request that is already there is answered without waiting for readiness.
     Http1Session(LoopContext& loop, int fd, const boost::asio::ip::tcp::endpoint& peer,
-                 Lane lane = Lane::public_port) noexcept
-        : Connection(loop, fd, peer, lane) {}
+                 Lane lane = Lane::public_port, bool socket_v6 = false) noexcept
+        : Connection(loop, fd, peer, lane, socket_v6) {}
     ~Http1Session() override;
 
     /// The size of the block a session takes from LoopContext::work_blocks while it is busy.

@@ -222,8 +222,10 @@ void Http2Session::go_away(H2Goaway why, std::uint32_t error) {
         going_away_ = true;  // the streams it has go on
     } else {
         close_when_sent_ = true;
-        spdlog::info("client {}:{}: HTTP/2 GOAWAY ({}, {})", address_, port_, kH2GoawayNames[std::size_t(why)],
-                     kH2ErrorNames[std::min<std::size_t>(error, kH2ErrorCodes - 1)]);
+        // A client over --client-connections is counted, not logged: it may open many.
+        if (why != H2Goaway::client_limit)
+            spdlog::info("client {}:{}: HTTP/2 GOAWAY ({}, {})", address_, port_, kH2GoawayNames[std::size_t(why)],
+                         kH2ErrorNames[std::min<std::size_t>(error, kH2ErrorCodes - 1)]);
     }
 }
 
@@ -277,6 +279,7 @@ struct Http2Session::Callbacks {
             self.streams_.emplace(s->id, std::move(made));
             nghttp2_session_set_stream_user_data(session, s->id, s);
         } catch (const std::bad_alloc&) {
+            self.uncharge_stream();
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // this stream is reset, the others go on
         }
         self.last_stream_ = coarse_now_ms();
@@ -793,6 +796,10 @@ void Http2Session::stream_closed(std::int32_t id, std::uint32_t) {
     streams_.erase(found);
     Http2Stream::let_go(std::move(gone));
     last_stream_ = coarse_now_ms();
+    uncharge_stream();
+}
+
+void Http2Session::uncharge_stream() {
     // --client-connections: the connection's own unit covers one stream, each other holds one.
     if (extra_units_ > 0 && extra_units_ + 1 > std::max<std::size_t>(streams_.size(), 1)) {
         --extra_units_;

@@ -134,6 +134,8 @@ private:
     /// --client-connections: a stream about to open holds a unit of its client's (the first is
     /// the connection's own); false: the client has none left, refuse it.
     bool charge_stream();
+    /// A stream gone (or never made): a unit back if more are held than the streams need.
+    void uncharge_stream();
     void stream_closed(std::int32_t id, std::uint32_t error);
     /// Where DATA frames of `s` come from: its response's body, then its file (nghttp2's read callback).
     long read_body(Http2Stream& s, std::uint8_t* into, std::size_t room, std::uint32_t& flags);

@@ -17,15 +17,17 @@ struct Forwarding {
     }
 };
 
-AddressRanges trusting(const char* list) {
+ProxyTrust trusting(const char* list, ForwardedHeader header) {
     std::string error;
-    return *AddressRanges::parse(list, error);
+    return {*AddressRanges::parse(list, error), header};
 }
 
-std::string client(const Forwarding& r, const char* trusted) {
-    const auto found = forwarded_client(r.view(), trusting(trusted));
+std::string client(const Forwarding& r, const char* trusted, ForwardedHeader header = ForwardedHeader::x_forwarded_for) {
+    const auto found = forwarded_client(r.view(), trusting(trusted, header));
     return found ? found->text() : "none";
 }
+
+std::string by_forwarded(const Forwarding& r, const char* trusted) { return client(r, trusted, ForwardedHeader::forwarded); }
 
 TEST(ForwardedFor, TakesTheRightMostAddressNotTrusted) {
     // The client wrote 9.9.9.9 itself; the first proxy saw it come from 203.0.113.5.
@@ -58,15 +60,22 @@ TEST(ForwardedFor, SkipsEmptyElementsAndTakesPortsAndBrackets) {
     EXPECT_EQ(client({{{"X-Forwarded-For", "2001:db8::5"}}}, "10.0.0.0/8"), "2001:db8::5");
 }
 
-TEST(ForwardedFor, ReadsForwardedForWhenThereIsNoXForwardedFor) {
+TEST(ForwardedFor, ReadsForwardedForWhenToldTo) {
     const Forwarding r{{{"Forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43, for=\"[2001:db8:cafe::17]:4711\""}}};
-    EXPECT_EQ(client(r, "10.0.0.0/8"), "2001:db8:cafe::17");
-    EXPECT_EQ(client(r, "2001:db8::/32"), "192.0.2.60");
-    EXPECT_EQ(client({{{"Forwarded", "proto=https;For=\"198.51.100.9:80\""}}}, "10.0.0.0/8"), "198.51.100.9");
-    EXPECT_EQ(client({{{"Forwarded", "for=_hidden, for=10.0.0.2"}}}, "10.0.0.0/8"), "10.0.0.2");
-    EXPECT_EQ(client({{{"Forwarded", "for=unknown"}}}, "10.0.0.0/8"), "none");
-    // X-Forwarded-For wins when both are there.
-    EXPECT_EQ(client({{{"Forwarded", "for=192.0.2.1"}, {"X-Forwarded-For", "192.0.2.2"}}}, "10.0.0.0/8"), "192.0.2.2");
+    EXPECT_EQ(by_forwarded(r, "10.0.0.0/8"), "2001:db8:cafe::17");
+    EXPECT_EQ(by_forwarded(r, "2001:db8::/32"), "192.0.2.60");
+    EXPECT_EQ(by_forwarded({{{"Forwarded", "proto=https;For=\"198.51.100.9:80\""}}}, "10.0.0.0/8"), "198.51.100.9");
+    EXPECT_EQ(by_forwarded({{{"Forwarded", "for=_hidden, for=10.0.0.2"}}}, "10.0.0.0/8"), "10.0.0.2");
+    EXPECT_EQ(by_forwarded({{{"Forwarded", "for=unknown"}}}, "10.0.0.0/8"), "none");
+}
+
+TEST(ForwardedFor, ReadsOneHeaderOnlyNeverTheOtherAsAFallback) {
+    // A proxy that writes Forwarded passes a client's own X-Forwarded-For through: never read it.
+    const Forwarding both{{{"Forwarded", "for=192.0.2.1"}, {"X-Forwarded-For", "192.0.2.2"}}};
+    EXPECT_EQ(by_forwarded(both, "10.0.0.0/8"), "192.0.2.1");
+    EXPECT_EQ(client(both, "10.0.0.0/8"), "192.0.2.2");
+    EXPECT_EQ(by_forwarded({{{"X-Forwarded-For", "192.0.2.2"}}}, "10.0.0.0/8"), "none");
+    EXPECT_EQ(client({{{"Forwarded", "for=192.0.2.1"}}}, "10.0.0.0/8"), "none");
 }
 
 TEST(ForwardedFor, ReadsOneEntry) {

@@ -79,29 +79,50 @@ TEST(ClientTable, ForgetsTheLeastRecentlyUsedAndCountsIt) {
     EXPECT_TRUE(table.charge(second, t0, interval, 1, LimitKind::rate).allowed);  // forgotten: a full bucket
 }
 
-TEST(ClientTable, NeverForgetsAKeyThatHoldsOpenWork) {
+TEST(ClientTable, NeverForgetsAKeyThatHoldsOpenWorkAndForgetsAnIdleOneInstead) {
     ClientTable table = ClientTable::create(64);
-    for (std::uint32_t i = 0; i < 64; ++i)
-        ASSERT_EQ(table.hold({ClientKey::Kind::address, IpAddress::v4(0x0a000000 + i).bytes}, 5), ClientTable::Hold::held);
-    // Every key holds a connection: a new one cannot be tracked, and is let in untracked.
-    EXPECT_EQ(table.hold(key_of("192.0.2.1"), 5), ClientTable::Hold::untracked);
-    EXPECT_EQ(table.evictions(), 0u);
-    table.release({ClientKey::Kind::address, IpAddress::v4(0x0a000000).bytes});
-    EXPECT_EQ(table.hold(key_of("192.0.2.1"), 5), ClientTable::Hold::held);
-    EXPECT_EQ(table.evictions(), 1u);
+    // 63 keys hold a connection each: only one entry is idle, and it is forgotten for each new key.
+    for (std::uint32_t i = 0; i < 63; ++i)
+        ASSERT_EQ(table.hold({ClientKey::Kind::address, IpAddress::v4(0x0a000000 + i).bytes}, 5, 0), ClientTable::Hold::held);
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    for (std::uint32_t i = 0; i < 10; ++i)
+        EXPECT_TRUE(table.charge({ClientKey::Kind::address, IpAddress::v4(0x0b000000 + i).bytes}, t0, interval, 1, LimitKind::rate).allowed);
+    EXPECT_EQ(table.evictions(), 9u);
+    EXPECT_EQ(table.held({ClientKey::Kind::address, IpAddress::v4(0x0a000000).bytes}), 1u);
+    // The last entry taken too: nothing idle is left to forget, and a new key goes untracked.
+    ASSERT_EQ(table.hold(key_of("192.0.2.1"), 5, 0), ClientTable::Hold::held);
+    EXPECT_EQ(table.hold(key_of("192.0.2.2"), 5, 0), ClientTable::Hold::untracked);
+    // One let go is idle again, and the next new key takes its place.
+    table.release({ClientKey::Kind::address, IpAddress::v4(0x0a000005).bytes}, 0);
+    EXPECT_EQ(table.hold(key_of("192.0.2.2"), 5, 0), ClientTable::Hold::held);
+    EXPECT_EQ(table.held({ClientKey::Kind::address, IpAddress::v4(0x0a000005).bytes}), 0u);
+}
+
+TEST(ClientTable, ForgetsWhatAHolderThatDiedHeld) {
+    ClientTable table = ClientTable::create(1024);
+    const ClientKey a = key_of("192.0.2.1");
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(table.hold(a, 5, 7), ClientTable::Hold::held);  // worker at slot 7
+    ASSERT_EQ(table.hold(a, 5, 9), ClientTable::Hold::held);                              // worker at slot 9
+    EXPECT_EQ(table.held(a), 4u);
+    table.forget_holder(7);  // it died: its three connections went with it
+    EXPECT_EQ(table.held(a), 1u);
+    table.release(a, 7);  // a late release from the dead holder's number changes nothing
+    EXPECT_EQ(table.held(a), 1u);
+    table.release(a, 9);
+    EXPECT_EQ(table.held(a), 0u);
 }
 
 TEST(ClientTable, CapsOpenWorkPerKey) {
     ClientTable table = ClientTable::create(1024);
     const ClientKey a = key_of("192.0.2.1");
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::held);
-    EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::refused);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(table.hold(a, 3, 0), ClientTable::Hold::held);
+    EXPECT_EQ(table.hold(a, 3, 0), ClientTable::Hold::refused);
     EXPECT_EQ(table.held(a), 3u);
-    EXPECT_EQ(table.hold(key_of("192.0.2.2"), 3), ClientTable::Hold::held);
-    table.release(a);
-    EXPECT_EQ(table.hold(a, 3), ClientTable::Hold::held);
+    EXPECT_EQ(table.hold(key_of("192.0.2.2"), 3, 0), ClientTable::Hold::held);
+    table.release(a, 0);
+    EXPECT_EQ(table.hold(a, 3, 0), ClientTable::Hold::held);
     EXPECT_EQ(table.limited(LimitKind::connections), 1u);
-    for (int i = 0; i < 5; ++i) table.release(a);  // more releases than holds: it stays at zero
+    for (int i = 0; i < 5; ++i) table.release(a, 0);  // more releases than holds: it stays at zero
     EXPECT_EQ(table.held(a), 0u);
 }
 
@@ -130,7 +151,7 @@ TEST(ClientTable, IsOneTableForEveryProcessThatMapsIt) {
         ClientTable mapped = ClientTable::attach(::dup(table.fd()), 4096);
         int allowed = 0;
         for (int i = 0; i < 10; ++i) allowed += mapped.charge(a, t0, interval, 10, LimitKind::rate).allowed;
-        ::_exit(allowed == 10 && mapped.hold(a, 2) == ClientTable::Hold::held ? 0 : 1);
+        ::_exit(allowed == 10 && mapped.hold(a, 2, 1) == ClientTable::Hold::held ? 0 : 1);
     }
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
