@@ -18,31 +18,28 @@ constexpr std::array<std::uint8_t, 12> kV4Prefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 namespace {
 /// "a.b.c.d" as inet_ntop writes it (no leading zeros, each part at most 255), or false: every
 /// request a limit counts reads its client's address this way, so it is worth the few lines.
-bool parse_dotted_quad(std::string_view text, std::uint32_t& address) {
-    if (text.size() < 7 || text.size() > 15) return false;
-    std::uint32_t value = 0;
-    unsigned parts = 0, digits = 0, part = 0;
-    for (const char c : text) {
-        if (c == '.') {
-            if (digits == 0 || ++parts > 3) return false;
-            value = (value << 8) | part;
-            part = digits = 0;
-        } else if (c >= '0' && c <= '9') {
-            if ((digits > 0 && part == 0) || ++digits > 3) return false;
-            part = part * 10 + unsigned(c - '0');
-            if (part > 255) return false;
-        } else {
-            return false;
-        }
+bool parse_dotted_quad(std::string_view text, std::uint8_t (&out)[4]) {
+    const char* p = text.data();
+    const char* const end = p + text.size();
+    for (int part = 0; part < 4; ++part) {
+        if (part > 0 && (p == end || *p++ != '.')) return false;
+        unsigned value = 0;
+        const char* const first = p;
+        while (p != end && unsigned(*p - '0') < 10 && p - first < 3) value = value * 10 + unsigned(*p++ - '0');
+        if (p == first || value > 255 || (*first == '0' && p - first > 1)) return false;
+        out[part] = std::uint8_t(value);
     }
-    if (parts != 3 || digits == 0) return false;
-    address = (value << 8) | part;
-    return true;
+    return p == end;
 }
 }  // namespace
 
 std::optional<IpAddress> IpAddress::parse(std::string_view text) {
-    if (std::uint32_t v4 = 0; parse_dotted_quad(text, v4)) return IpAddress::v4(v4);
+    if (std::uint8_t v4[4]; parse_dotted_quad(text, v4)) {
+        std::optional<IpAddress> address(std::in_place);
+        std::copy(kV4Prefix.begin(), kV4Prefix.end(), address->bytes.begin());
+        std::memcpy(address->bytes.data() + 12, v4, 4);
+        return address;
+    }
     char buffer[48];
     if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
     std::memcpy(buffer, text.data(), text.size());
@@ -86,14 +83,21 @@ IpAddress IpAddress::limit_key() const {
     return key;
 }
 
-std::size_t IpAddress::format(char (&out)[46]) const {
+std::size_t IpAddress::format(char (&out)[kMaxText]) const {
     const bool v4 = is_v4();
     if (!::inet_ntop(v4 ? AF_INET : AF_INET6, bytes.data() + (v4 ? 12 : 0), out, sizeof out)) out[0] = '\0';
     return std::strlen(out);
 }
 
+std::uint32_t IpAddress::v4_value() const {
+    if (!is_v4()) return 0;
+    std::uint32_t network;
+    std::memcpy(&network, bytes.data() + 12, 4);
+    return ntohl(network);
+}
+
 std::string IpAddress::text() const {
-    char out[46];
+    char out[kMaxText];
     return std::string(out, format(out));
 }
 

@@ -27,8 +27,13 @@ struct IpAddress {
     /// What a limit counts under: an IPv4 address whole, an IPv6 address by its /64 (what one
     /// customer or host is usually given, so one client cannot walk its own block).
     IpAddress limit_key() const;
+    /// Room for the text: 39 characters and a NUL ("ffff:...:ffff"; inet_ntop writes an address
+    /// with IPv4 inside shorter, and an IPv4-mapped one is written as IPv4).
+    static constexpr std::size_t kMaxText = 40;
     /// Text as inet_ntop writes it (an IPv4 address in dotted form), into `out`; its length.
-    std::size_t format(char (&out)[46]) const;
+    std::size_t format(char (&out)[kMaxText]) const;
+    /// The IPv4 address in host order, or 0 for an IPv6 one (and 0.0.0.0).
+    std::uint32_t v4_value() const;
     std::string text() const;
 
     bool operator==(const IpAddress&) const = default;

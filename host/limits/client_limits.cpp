@@ -56,13 +56,28 @@ unsigned retry_after_seconds(std::int64_t wait_ns) {
 
 ClientLimits::ClientLimits(const ClientLimitsConfig& config, ClientTable& table, unsigned holder)
     : config_(config), table_(table), interval_ns_(interval_for(config.rate)), burst_(config.effective_burst()),
-      holder_(holder) {}
+      holder_(holder), lease_(std::clamp(burst_ / 8, 1u, 64u)) {}
 
 unsigned ClientLimits::charge_request(const IpAddress& client, std::int64_t now_ns) {
     if (!interval_ns_) return 0;
     const ClientTable::Verdict verdict =
         table_.charge(address_key(client), now_ns, interval_ns_, burst_, LimitKind::rate);
     return verdict.allowed ? 0 : retry_after_seconds(verdict.wait_ns);
+}
+
+unsigned ClientLimits::charge_ahead(const IpAddress& key, std::int64_t now_ns, unsigned& taken) {
+    taken = 1;
+    if (!interval_ns_) return 0;
+    std::int64_t wait_ns = 0;
+    // Ahead only while half the burst would stay in the bucket: near its limit, a client's
+    // requests are charged one at a time.
+    taken = table_.charge_some({ClientKey::Kind::address, key.bytes}, now_ns, interval_ns_, burst_, lease_, burst_ / 2,
+                               LimitKind::rate, wait_ns);
+    return taken ? 0 : retry_after_seconds(wait_ns);
+}
+
+void ClientLimits::refund(const IpAddress& key, unsigned requests) {
+    if (interval_ns_ && requests) table_.refund({ClientKey::Kind::address, key.bytes}, interval_ns_ * requests);
 }
 
 unsigned ClientLimits::charge_key(std::string_view handler, std::string_view key, double per_second, unsigned burst,

@@ -41,6 +41,13 @@ public:
     /// One request from `client` at `now_ns` (CLOCK_MONOTONIC): 0 if it may go on, or the
     /// seconds it should wait (Retry-After). Always 0 without --client-rate.
     unsigned charge_request(const IpAddress& client, std::int64_t now_ns);
+    /// As charge_request for `key` (an address's limit_key()), taking up to lease_size() requests
+    /// at once while its bucket stays well inside the burst: `taken` says how many (>= 1 when let in).
+    unsigned charge_ahead(const IpAddress& key, std::int64_t now_ns, unsigned& taken);
+    /// Gives back `requests` charge_ahead took for `key` that will not be used.
+    void refund(const IpAddress& key, unsigned requests);
+    /// Requests a loop takes ahead at most: an eighth of the burst, at most 64 (1: none ahead).
+    unsigned lease_size() const { return lease_; }
 
     /// csp_limit: one request charged to `key` in `handler`'s own namespace (a handler cannot
     /// drain another's buckets) at `per_second` after a burst of `burst`: 0, or seconds to wait.
@@ -62,6 +69,7 @@ private:
     std::int64_t interval_ns_ = 0;  // between requests at --client-rate (0: none)
     unsigned burst_ = 1;            // --client-burst, or its default
     unsigned holder_;
+    unsigned lease_ = 1;
 };
 
 }  // namespace cspd

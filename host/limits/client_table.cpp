@@ -300,11 +300,19 @@ void ClientTable::unlock(Shard& shard) { pthread_mutex_unlock(&shard.mutex); }
 
 ClientTable::Verdict ClientTable::charge(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns,
                                          unsigned burst, LimitKind kind) {
+    Verdict verdict;
+    verdict.allowed = charge_some(key, now_ns, interval_ns, burst, 1, 0, kind, verdict.wait_ns) > 0;
+    return verdict;
+}
+
+unsigned ClientTable::charge_some(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns, unsigned burst,
+                                  unsigned want, unsigned keep, LimitKind kind, std::int64_t& wait_ns) {
+    wait_ns = 0;
     std::uint64_t hash;
     Shard* shard = lock_shard(key, hash);
-    if (!shard) return {};
+    if (!shard) return 1;
     const View v = view_of(*shard, geometry_, seed_);
-    Verdict verdict;
+    unsigned taken = 1;  // an entry the table cannot keep: let the request in
     if (const std::uint32_t i = find_or_add(v, hash, key, header_->evictions)) {
         Entry& e = v.at(i);
         // Theoretical arrival time: each request moves it one interval on; a burst may run it up
@@ -314,15 +322,31 @@ ClientTable::Verdict ClientTable::charge(const ClientKey& key, std::int64_t now_
         if (__builtin_mul_overflow(interval_ns, std::int64_t(std::max(burst, 1u) - 1), &tolerance))
             tolerance = std::numeric_limits<std::int64_t>::max() / 2;
         if (tat - now_ns > tolerance) {
-            verdict = {false, tat - now_ns - tolerance};
+            taken = 0;
+            wait_ns = tat - now_ns - tolerance;
             ++e.refusals;
             header_->limited[std::size_t(kind)].fetch_add(1, std::memory_order_relaxed);
         } else {
-            e.tat_ns = saturating_add(tat, interval_ns);
+            // Requests the bucket lets in now: this one and (room / interval) more.
+            const std::int64_t room = (tolerance - (tat - now_ns)) / interval_ns;
+            taken = want > 1 && room >= std::int64_t(want) - 1 + std::int64_t(keep) ? want : 1;
+            std::int64_t cost;
+            if (__builtin_mul_overflow(interval_ns, std::int64_t(taken), &cost)) cost = interval_ns, taken = 1;
+            e.tat_ns = saturating_add(tat, cost);
         }
     }
     unlock(*shard);
-    return verdict;
+    return taken;
+}
+
+void ClientTable::refund(const ClientKey& key, std::int64_t ns) {
+    std::uint64_t hash;
+    Shard* shard = lock_shard(key, hash);
+    if (!shard) return;
+    const View v = view_of(*shard, geometry_, seed_);
+    // Not found: forgotten since, and a forgotten key's bucket is full anyway.
+    if (const std::uint32_t i = find(v, hash, key)) v.at(i).tat_ns = std::max<std::int64_t>(0, v.at(i).tat_ns - ns);
+    unlock(*shard);
 }
 
 ClientTable::Hold ClientTable::hold(const ClientKey& key, unsigned cap, unsigned holder) {

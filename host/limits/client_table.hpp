@@ -52,10 +52,18 @@ public:
     /// One request of `key` at `now_ns` (CLOCK_MONOTONIC, the same in every process), at one
     /// request per `interval_ns` after a burst of `burst`. A refusal is counted under `kind`.
     Verdict charge(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns, unsigned burst, LimitKind kind);
+    /// As charge(), but `want` requests at once when the bucket would keep `keep` more after
+    /// them (else one): how many it took (0: refused, `wait_ns` set). A loop keeps what it took
+    /// past the first for its next requests of `key` (ClientLeases).
+    unsigned charge_some(const ClientKey& key, std::int64_t now_ns, std::int64_t interval_ns, unsigned burst,
+                         unsigned want, unsigned keep, LimitKind kind, std::int64_t& wait_ns);
 
     /// Who holds units: each process serving (its first loop slot, below 64), so that what a
     /// worker held goes when it dies (forget_holder), however it died.
     static constexpr unsigned kHolders = 64;
+    /// Gives `key` back `ns` of its bucket (requests charge_some took and no one used).
+    void refund(const ClientKey& key, std::int64_t ns);
+
     enum class Hold { held, refused, untracked };
     /// One more unit of open work for `key`, charged to `holder`, if it holds fewer than `cap` in
     /// all: held (release() it later), refused (counted), or untracked when every entry of its

@@ -28,6 +28,7 @@ struct ClientInfo {
     Lane lane = Lane::public_port;
     bool secure = false;  ///< came over TLS
     bool over_client_cap = false;  ///< its client held --client-connections already: refused
+    std::uint32_t v4 = 0;          ///< `address` as IPv4, host order, when it is one (0: parse `address`)
     bool status_port() const { return lane == Lane::status_port; }
 };
 

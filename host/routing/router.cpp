@@ -51,7 +51,9 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, BuiltinOpti
       request_id_header_(options.request_id_header), https_redirect_port_(options.https_redirect_port), static_options_{options.static_max_age_s},
       static_cache_(www.watcher(), kStaticCacheBytes), compression_(std::move(options.compression)),
       compressed_files_(kCompressedFilesBytes),
-      client_limits_(options.client_limits && options.client_limits->limits_rate() ? options.client_limits : nullptr),
+      client_rate_(options.client_limits && options.client_limits->limits_rate()
+                       ? std::make_unique<ClientLeases>(*options.client_limits)
+                       : nullptr),
       trusted_proxies_(options.trusted_proxies && !options.trusted_proxies->empty() ? options.trusted_proxies : nullptr) {
     call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
@@ -71,8 +73,9 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink) {
     // From a proxy we trust, the client is the one it names: handlers see it, limits count it.
     RequestContext behind;
-    if (client_limits_ || trusted_proxies_) {
-        client_ip_ = IpAddress::parse(context.client.address).value_or(IpAddress{});
+    if (client_rate_ || trusted_proxies_) {
+        client_ip_ = context.client.v4 ? IpAddress::v4(context.client.v4)
+                                       : IpAddress::parse(context.client.address).value_or(IpAddress{});
         if (trusted_proxies_ && !context.client.status_port() && trusted_proxies_->trusts(client_ip_))
             if (const std::optional<IpAddress> named = forwarded_client(request, *trusted_proxies_)) {
                 behind = context;
@@ -157,8 +160,8 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
         }
     }
     // --client-rate: every request counts but the operator's (probes, the status address).
-    if (client_limits_ && !exchange.client.status_port() && path != "/-/healthy" && path != "/-/ready")
-        if (const unsigned wait_s = client_limits_->charge_request(client_ip_, coarse_monotonic_now_ns())) {
+    if (client_rate_ && !exchange.client.status_port() && path != "/-/healthy" && path != "/-/ready")
+        if (const unsigned wait_s = client_rate_->charge_request(client_ip_)) {
             routed.responder = Responder::builtin;
             return builtin_.too_many(exchange, wait_s);
         }

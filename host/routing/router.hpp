@@ -6,6 +6,7 @@
 
 #include "common/ip_address.hpp"
 #include "handler/table.hpp"
+#include "limits/client_leases.hpp"
 #include "routing/access_log_line.hpp"
 #include "routing/builtin_endpoints.hpp"
 #include "routing/exchange.hpp"
@@ -14,6 +15,7 @@
 #include "routing/static_route.hpp"
 #include "routing/static_files.hpp"
 
+#include <memory>
 #include <string>
 
 namespace cspd {
@@ -81,10 +83,10 @@ private:
     CompressionPolicy compression_;
     CompressedFiles compressed_files_;
     char id_buffer_[RequestId::kMaxText];
-    ClientLimits* client_limits_;             // with --client-rate only
+    std::unique_ptr<ClientLeases> client_rate_;  // with --client-rate only
     const ProxyTrust* trusted_proxies_;    // with --trust-proxy only
     IpAddress client_ip_{};                   // the request routed now's client, with either of those
-    char forwarded_text_[46];                 // the client a trusted proxy named, for the request routed now
+    char forwarded_text_[IpAddress::kMaxText];                 // the client a trusted proxy named, for the request routed now
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;
 };

@@ -174,7 +174,7 @@ void AccessLines::add(const ClientInfo& client, const HttpRequest* request, cons
     record.unix_us = unix_now_us();
     record.client_address = client.address;
     record.client_port = client.port;
-    char named_text[46];
+    char named_text[IpAddress::kMaxText];
     if (trusted_ && request && !client.status_port() &&
         trusted_->trusts(IpAddress::parse(client.address).value_or(IpAddress{})))
         if (const std::optional<IpAddress> named = forwarded_client(*request, *trusted_)) {

@@ -15,7 +15,9 @@ Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::en
                        bool socket_v6) noexcept
     : loop_(loop), transport_(loop.reads, fd, socket_v6 || peer.address().is_v6()), lane_(lane) {
     // Nothing here throws: the transport owns `fd` from the start.
-    IpAddress::from_sockaddr(peer.data()).format(address_);
+    const IpAddress address = IpAddress::from_sockaddr(peer.data());
+    address.format(address_);
+    peer_v4_ = address.v4_value();
     port_ = peer.port();
     loop_.connections.attach(this);
     ++loop_.open_in_lane[std::size_t(lane_)];
@@ -24,7 +26,7 @@ Connection::Connection(LoopContext& loop, int fd, const boost::asio::ip::tcp::en
 Connection::Connection(TakeOver, Connection& from) noexcept
     : enable_shared_from_this(), loop_(from.loop_), transport_(std::move(from.transport_)),
       port_(from.port_), lane_(from.lane_), holds_client_unit_(std::exchange(from.holds_client_unit_, false)),
-      over_client_cap_(from.over_client_cap_) {
+      over_client_cap_(from.over_client_cap_), peer_v4_(from.peer_v4_) {
     std::copy(std::begin(from.address_), std::end(from.address_), address_);
     loop_.connections.attach(this, false);
     ++loop_.open_in_lane[std::size_t(lane_)];

@@ -67,18 +67,21 @@ public:
 
 protected:
     /// The peer's address as bytes (for the per-client limits: the text is what most need).
-    IpAddress peer() const { return IpAddress::parse(address_).value_or(IpAddress{}); }
+    IpAddress peer() const {
+        return peer_v4_ ? IpAddress::v4(peer_v4_) : IpAddress::parse(address_).value_or(IpAddress{});
+    }
     ClientInfo client() const {
-        return ClientInfo{address_, port_, lane_, transport_.is_tls(), over_client_cap_};
+        return ClientInfo{address_, port_, lane_, transport_.is_tls(), over_client_cap_, peer_v4_};
     }
 
     LoopContext& loop_;
     Transport transport_;
-    char address_[46] = {};  // the peer's, as text (INET6_ADDRSTRLEN)
+    char address_[IpAddress::kMaxText] = {};  // the peer's, as text
     unsigned short port_ = 0;
     Lane lane_;
     bool holds_client_unit_ = false;  // released when the connection goes (it follows a take-over)
     bool over_client_cap_ = false;
+    std::uint32_t peer_v4_ = 0;  // the peer as IPv4, host order (0: IPv6): a limit reads it per request
 };
 
 template <class Visit>

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const std::optional<cspd::IpAddress> client = named(values, header, trusted);
     if (client) {
-        char text[46];
+        char text[cspd::IpAddress::kMaxText];
         const std::size_t n = client->format(text);
         check(cspd::IpAddress::parse({text, n}) == *client);
     }

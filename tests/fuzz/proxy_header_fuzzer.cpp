@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(longer.state == ProxyHeader::State::whole && longer.length == h.length && longer.source == h.source &&
               longer.source_port == h.source_port);
         if (h.source) {
-            char text[46];
+            char text[cspd::IpAddress::kMaxText];
             const std::size_t n = h.source->format(text);
             check(cspd::IpAddress::parse({text, n}) == *h.source);
         }

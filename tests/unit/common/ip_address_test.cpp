@@ -18,6 +18,17 @@ TEST(IpAddress, ParsesBothFamiliesAndKeepsIPv4As16Bytes) {
     EXPECT_EQ(*IpAddress::parse("127.0.0.2"), IpAddress::v4(0x7f000002));
 }
 
+TEST(IpAddress, WritesTheLongestAddressesInItsRoom) {
+    for (const char* text : {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "1111:2222:3333:4444:5555:6666:7777:8888",
+                             "::1.2.3.4", "64:ff9b::c000:221", "fe80::1"})
+        EXPECT_EQ(IpAddress::parse(text)->text(), IpAddress::parse(text)->text().size() ? std::string(text) : "") << text;
+    EXPECT_EQ(IpAddress::parse("::ffff:1.2.3.4")->text(), "1.2.3.4");
+    EXPECT_EQ(IpAddress::parse("10.1.2.3")->v4_value(), 0x0a010203u);
+    EXPECT_EQ(IpAddress::parse("::1")->v4_value(), 0u);
+    for (const char* text : {"01.2.3.4", "1.2.3.04", "256.1.1.1", "1.2.3", "1.2.3.4.", ".1.2.3.4", "1..2.3", "1.2.3.4a"})
+        EXPECT_FALSE(IpAddress::parse(text)) << text;
+}
+
 TEST(IpAddress, RefusesWhatIsNotAnAddress) {
     for (const char* text : {"", "192.0.2", "192.0.2.256", "[::1]", "::1%lo", "192.0.2.1:80", "host.example",
                              " 192.0.2.1", "1.2.3.4.5"})

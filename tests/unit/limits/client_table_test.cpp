@@ -1,3 +1,4 @@
+#include "limits/client_leases.hpp"
 #include "limits/client_limits.hpp"
 #include "limits/client_table.hpp"
 
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace cspd {
 namespace {
@@ -198,6 +200,49 @@ TEST(ClientLimits, CountsAnIPv6ClientByItsSlash64) {
     EXPECT_FALSE(limits.hold(*IpAddress::parse("2001:db8:0:1::9"), held));
     limits.release(*IpAddress::parse("2001:db8:0:1::1"));
     EXPECT_TRUE(limits.hold(*IpAddress::parse("2001:db8:0:1::9"), held));
+}
+
+TEST(ClientTable, TakesSeveralAtOnceOnlyWhileTheBucketKeepsEnough) {
+    ClientTable table = ClientTable::create(64);
+    const ClientKey a = key_of("192.0.2.1");
+    const std::int64_t t0 = kMs, interval = 1000 * kMs;
+    std::int64_t wait = 0;
+    unsigned total = 0;
+    std::vector<unsigned> takes;
+    // A burst of 64: 8 at a time while 32 would stay, then one at a time, then none.
+    for (unsigned taken; (taken = table.charge_some(a, t0, interval, 64, 8, 32, LimitKind::rate, wait)) > 0;) {
+        takes.push_back(taken);
+        total += taken;
+    }
+    EXPECT_EQ(total, 64u);  // never more than the bucket holds
+    EXPECT_EQ(std::vector<unsigned>(takes.begin(), takes.begin() + 4), (std::vector<unsigned>{8, 8, 8, 8}));
+    EXPECT_EQ(takes.size(), 4u + 32u);
+    EXPECT_EQ(wait, interval);
+}
+
+TEST(ClientLeases, LetInExactlyTheBurstFromOneLoop) {
+    ClientTable table = ClientTable::create(1024);
+    ClientLimitsConfig config;
+    config.rate = 1.0 / 3600;  // nothing comes back during the test
+    config.burst = 80;         // 10 at a time while 40 stay
+    ClientLimits limits(config, table);
+    ClientLeases loop(limits);
+    const IpAddress a = *IpAddress::parse("192.0.2.1"), b = *IpAddress::parse("192.0.2.2");
+    int allowed_a = 0, allowed_b = 0;
+    for (int i = 0; i < 200; ++i) {
+        allowed_a += loop.charge_request(a) == 0;
+        allowed_b += loop.charge_request(b) == 0;  // interleaved, in another lease slot or the same
+    }
+    // Taken ahead or not, every request let in was paid for, and what one client held when the
+    // other took its slot went back: exactly the burst each.
+    EXPECT_EQ(allowed_a, 80);
+    EXPECT_EQ(allowed_b, 80);
+    EXPECT_GT(loop.charge_request(a), 3000u);  // about an hour to wait
+    // 200 clients in 64 slots, round robin: each takes slots from others all the time.
+    std::vector<int> allowed(200);
+    for (int round = 0; round < 100; ++round)
+        for (std::uint32_t c = 0; c < 200; ++c) allowed[c] += loop.charge_request(IpAddress::v4(0x0a000000 + c)) == 0;
+    for (std::uint32_t c = 0; c < 200; ++c) EXPECT_EQ(allowed[c], 80) << c;
 }
 
 }  // namespace
