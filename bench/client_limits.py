@@ -14,7 +14,7 @@
    itself reports (a little more than asked).
 Loopback only; bounded by wrk's durations; stops what it started.
 
-    python3 bench/client_limits.py [--build build] [--seconds 5] [--rounds 5] [--out bench/results]
+    python3 bench/client_limits.py [--build build] [--cost-seconds 2] [--rounds 11] [--seconds 5] [--out bench/results]
 """
 import argparse
 import json
@@ -96,8 +96,9 @@ http {{
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="a build folder with cspd")
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5, help="of the accuracy runs")
+    parser.add_argument("--cost-seconds", type=int, default=2, help="of each cost round: short rounds, many")
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--out", type=Path, help="a folder for client_limits.json and client_limits.md")
     args = parser.parse_args()
 
@@ -122,7 +123,7 @@ def main():
             server.start()
         for _ in range(args.rounds):
             for name, server in servers.items():
-                cost[name].append(cost_round(server, f"http://127.0.0.1:{server.port}/csp/hello", args.seconds))
+                cost[name].append(cost_round(server, f"http://127.0.0.1:{server.port}/csp/hello", args.cost_seconds))
     finally:
         for server in servers.values():
             server.stop()
@@ -158,7 +159,7 @@ def main():
     plain, limited = report["cost"]["plain"], report["cost"]["limited"]
     paired = statistics.median(l["cpu_us"] / p["cpu_us"] for p, l in zip(cost["plain"], cost["limited"]))
     report["cost"]["paired_ratio"] = paired
-    lines = [f"Cost: hello keep-alive, wrk -t1 -c32 -d{args.seconds}s on CPU 1, cspd one worker and one loop on "
+    lines = [f"Cost: hello keep-alive, wrk -t1 -c32 -d{args.cost_seconds}s on CPU 1, cspd one worker and one loop on "
              f"CPU 0, {args.rounds} alternating rounds, medians; {os.cpu_count()} CPUs\n",
              "| cspd | req/s | CPU µs/answer |", "|---|---:|---:|",
              f"| without --client-rate | {plain['rps']:,.0f} | {plain['cpu_us']:.2f} |",
