@@ -72,7 +72,7 @@ void hammer(unsigned short port, const char* source, const std::string& target, 
 
 TEST(ClientRate, HoldsOneClientToItsRateAcrossWorkersAndLoopsAndLeavesAnotherAlone) {
     TestServer server({"--workers", "2", "--threads", "2", "--client-rate", "100", "--client-burst", "20",
-                       "--log-level", "info"},
+                       "--status-listen", "127.0.0.1:0", "--log-level", "info"},
                       false);
     install_by_rename(shipped_handler("hello.so"), server.handlers() / "hello.so");
     server.start();
@@ -109,17 +109,17 @@ TEST(ClientRate, HoldsOneClientToItsRateAcrossWorkersAndLoopsAndLeavesAnotherAlo
     EXPECT_GE(second.ok.load(), 40);
     EXPECT_EQ(second.other.load(), 0);
 
-    // Counted for the whole host, whichever worker answers /metrics.
-    EXPECT_GE(metric(server.port(), "cspd_client_limited_total{limit=\"rate\"}"), double(first.limited.load()));
-    // Probes are never limited, even for a client over its rate.
+    // Counted for the whole host, whichever worker answers /metrics (on the status address, which
+    // no limit counts).
+    EXPECT_GE(metric(server.status_port(), "cspd_client_limited_total{limit=\"rate\"}"), double(first.limited.load()));
+    // Probes are never limited, even for a client over its rate: it spends what came back into its
+    // bucket meanwhile (one request every 10 ms), then asks for probes.
     HttpClient over(server.port(), 5s, "127.0.0.1");
-    EXPECT_EQ(code_of(over.get("/csp/hello")), 429);
+    std::optional<HttpResponse> refused;
+    for (int i = 0; i < 100 && code_of(refused) != 429; ++i) refused = over.get("/csp/hello");
+    ASSERT_EQ(code_of(refused), 429);
+    EXPECT_NE(refused->body.find("--client-rate"), std::string::npos) << refused->body;  // the answer says why
     for (int i = 0; i < 50; ++i) ASSERT_EQ(code_of(over.get("/-/healthy")), 200);
-    // The access log and the log say nothing for each refusal; the answer says why.
-    const auto refused = over.get("/csp/hello");
-    ASSERT_TRUE(refused);
-    EXPECT_EQ(refused->status, 429);
-    EXPECT_NE(refused->body.find("--client-rate"), std::string::npos) << refused->body;
 }
 
 TEST(ClientRate, SaysHowLongToWaitAtSlowRates) {
@@ -133,8 +133,9 @@ TEST(ClientRate, SaysHowLongToWaitAtSlowRates) {
     const auto refused = client.get("/csp/hello");
     ASSERT_TRUE(refused);
     EXPECT_EQ(refused->status, 429);
+    // 10 s from the first request, less what has passed since (a slow sanitizer build: a second or two).
     const int wait = std::stoi(refused->header("retry-after"));
-    EXPECT_GE(wait, 9);
+    EXPECT_GE(wait, 8);
     EXPECT_LE(wait, 10);
     // Static files count too.
     EXPECT_EQ(code_of(client.get("/index.html")), 429);
@@ -389,7 +390,7 @@ TEST(HandlerLimit, ChargesTheKeysAHandlerNamesAcrossWorkers) {
     }
     EXPECT_EQ(ok, 3);  // the burst
     EXPECT_EQ(limited, 9);
-    EXPECT_TRUE(retry_after == "10" || retry_after == "9") << retry_after;
+    EXPECT_TRUE(retry_after == "10" || retry_after == "9" || retry_after == "8") << retry_after;
     // Another key has its own bucket.
     EXPECT_EQ(code_of(fetch(server.port(), "/csp/keyed_limit?key=bob&rate=0.1")), 200);
     EXPECT_EQ(metric(server.port(), "cspd_client_limited_total{limit=\"handler\"}"), 9);
