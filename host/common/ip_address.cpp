@@ -128,7 +128,7 @@ bool AddressRange::contains(const IpAddress& address) const {
 }
 
 std::optional<AddressRanges> AddressRanges::parse(std::string_view list, std::string& error) {
-    AddressRanges ranges;
+    AddressRanges parsed;
     while (!list.empty()) {
         const std::size_t comma = list.find(',');
         const std::string_view item = trim_ows(list.substr(0, comma));
@@ -139,9 +139,9 @@ std::optional<AddressRanges> AddressRanges::parse(std::string_view list, std::st
             error = "'" + std::string(item) + "' is not an address or an address/prefix";
             return std::nullopt;
         }
-        ranges.ranges_.push_back(*range);
+        parsed.ranges_.push_back(*range);
     }
-    return ranges;
+    return parsed;
 }
 
 bool AddressRanges::contains(const IpAddress& address) const {
