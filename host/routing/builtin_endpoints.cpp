@@ -83,10 +83,13 @@ HttpStatus BuiltinEndpoints::too_many(Exchange& exchange, unsigned retry_after_s
     return exchange.send(response);
 }
 
-HttpStatus BuiltinEndpoints::client_full(Exchange& exchange) const {
-    Response response = exchange.response(HttpStatus::service_unavailable, "text/plain; charset=utf-8",
-                                          "503 Service Unavailable: this client holds as many connections, streams "
-                                          "and WebSockets as it may (--client-connections)\n");
+HttpStatus BuiltinEndpoints::client_full(Exchange& exchange, HttpStatus status) const {
+    Response response = exchange.response(status, "text/plain; charset=utf-8",
+                                          status == HttpStatus::too_many_requests
+                                              ? "429 Too Many Requests: this client holds as many connections, streams "
+                                                "and WebSockets as it may (--client-connections)\n"
+                                              : "503 Service Unavailable: this client holds as many connections, "
+                                                "streams and WebSockets as it may (--client-connections)\n");
     response.fields = kRetrySoon;
     return exchange.send(response);
 }

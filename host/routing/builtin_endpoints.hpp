@@ -51,8 +51,8 @@ public:
     HttpStatus busy(Exchange& exchange) const;
     /// 429 with Retry-After: `retry_after_s` (--client-rate).
     HttpStatus too_many(Exchange& exchange, unsigned retry_after_s) const;
-    /// 503 to a connection its client had no room for (--client-connections).
-    HttpStatus client_full(Exchange& exchange) const;
+    /// 503 to a connection its client had no room for (--client-connections); 429 to a WebSocket.
+    HttpStatus client_full(Exchange& exchange, HttpStatus status = HttpStatus::service_unavailable) const;
     /// The answer past --max-connections, to a connection let in for probes that asked for more.
     HttpStatus full(Exchange& exchange) const;
 

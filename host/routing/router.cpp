@@ -9,6 +9,7 @@
 #include "routing/handler_preconditions.hpp"
 #include "routing/https_redirect.hpp"
 #include "routing/static_route.hpp"
+#include "websocket/handshake.hpp"
 #include "stats/quarantine_list.hpp"
 #include "stats/shared_stats.hpp"
 
@@ -156,7 +157,10 @@ HttpStatus Router::route(Exchange& exchange, Routed& routed) {
         exchange.close_after = true;  // a probe too: it must not keep an over-cap connection open
         if (path != "/-/healthy" && path != "/-/ready") {
             routed.responder = Responder::builtin;
-            return builtin_.client_full(exchange);
+            // A WebSocket is refused as one (429), anything else as the connection it came on (503).
+            return ws::check_handshake(exchange.request) == ws::Handshake::not_websocket
+                       ? builtin_.client_full(exchange)
+                       : builtin_.client_full(exchange, HttpStatus::too_many_requests);
         }
     }
     // --client-rate: every request counts but the operator's (probes, the status address).

@@ -120,6 +120,12 @@ TEST(ClientRate, HoldsOneClientToItsRateAcrossWorkersAndLoopsAndLeavesAnotherAlo
     ASSERT_EQ(code_of(refused), 429);
     EXPECT_NE(refused->body.find("--client-rate"), std::string::npos) << refused->body;  // the answer says why
     for (int i = 0; i < 50; ++i) ASSERT_EQ(code_of(over.get("/-/healthy")), 200);
+    // The operator sees who is limited on the status address, and the public never does.
+    const auto operators = fetch(server.status_port(), "/-/status");
+    ASSERT_EQ(code_of(operators), 200);
+    EXPECT_NE(operators->body.find("\"most_limited\""), std::string::npos) << operators->body;
+    EXPECT_NE(operators->body.find("\"address\": \"127.0.0.1\""), std::string::npos) << operators->body;
+    EXPECT_EQ(code_of(HttpClient(server.port(), 5s, "127.0.0.4").get("/-/status")), 404);  // --status-listen's only
 }
 
 TEST(ClientRate, SaysHowLongToWaitAtSlowRates) {
@@ -213,7 +219,7 @@ TEST(ClientConnections, CountsHttp2StreamsAndWebSockets) {
     const std::string out = run_command("/usr/bin/python3 " + std::string(CSPD_TEST_SOURCE_DIR) +
                                         "/integration/h2/hold_streams.py " + std::to_string(server.port()) +
                                         " 5 20 /csp/later/never 2>&1");
-    EXPECT_NE(out.find("open 50 refused 50"), std::string::npos) << out;
+    EXPECT_NE(out.find("open 50 refused 50; one more connection: GOAWAY REFUSED_STREAM"), std::string::npos) << out;
     // Once they are let go, the client has its whole share again: 50 WebSockets, each a
     // conversation that holds one.
     const std::string upgrade = "GET /csp/ws_probe?let=in HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
@@ -230,7 +236,7 @@ TEST(ClientConnections, CountsHttp2StreamsAndWebSockets) {
     };
     ASSERT_TRUE(eventually([&] { return open_websocket("127.0.0.1") == 101; }, 5s));
     for (int i = 1; i < 50; ++i) EXPECT_EQ(open_websocket("127.0.0.1"), 101) << i;
-    EXPECT_EQ(open_websocket("127.0.0.1"), 503);  // the 51st
+    EXPECT_EQ(open_websocket("127.0.0.1"), 429);  // the 51st: a WebSocket is refused with 429
     EXPECT_EQ(open_websocket("127.0.0.2"), 101);  // another client has its own
 }
 
@@ -279,12 +285,18 @@ TEST(TrustProxy, LimitsEachClientBehindNginxApartAndIgnoresForgedAddresses) {
     const auto d = direct.read_response();
     ASSERT_EQ(code_of(d), 200);
     EXPECT_NE(d->body.find("client=127.0.0.4\n"), std::string::npos) << d->body;
+    // /-/status on the public port says how many were limited, never who.
+    const auto everyone = HttpClient(server.port(), 5s, "127.0.0.5").get("/-/status");
+    ASSERT_EQ(code_of(everyone), 200);
+    EXPECT_NE(everyone->body.find("\"clients\""), std::string::npos) << everyone->body;
+    EXPECT_EQ(everyone->body.find("most_limited"), std::string::npos) << everyone->body;
     // The access log writes the client nginx named, or the peer itself when it is not trusted.
     server.stop();
     const std::string lines = read_file(access_log);
     EXPECT_NE(lines.find("\n127.0.0.2 - - ["), std::string::npos) << lines;
     EXPECT_NE(lines.find("\n127.0.0.4 - - ["), std::string::npos) << lines;
     EXPECT_EQ(lines.find("127.0.0.3 - - ["), std::string::npos) << lines;
+    EXPECT_NE(lines.find("GET /csp/echo HTTP/1.1\" 429 "), std::string::npos) << lines;  // refusals are logged as 429
 }
 
 /// One GET of /csp/echo on a new connection that opens with `header`.

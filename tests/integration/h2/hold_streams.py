@@ -1,8 +1,9 @@
 """--client-connections over HTTP/2: CONNECTIONS h2c connections from one address are opened
 first, then each asks for PATH (an answer that never comes: the stream stays open) on STREAMS
 streams. Streams the server refuses come back as RST_STREAM REFUSED_STREAM at once; the others
-stay open with no answer. Prints "open N refused M" (and anything else the server sent), with
-every connection still open until it has counted.
+stay open with no answer. Then one more connection, while they are all held: its GOAWAY's code.
+Prints "open N refused M; one more connection: GOAWAY CODE" (and anything else the server sent),
+with every connection still open until it has counted.
 
 Usage: hold_streams.py PORT CONNECTIONS STREAMS PATH"""
 import argparse
@@ -40,7 +41,12 @@ def main():
             elif kind not in (h2.SETTINGS, h2.WINDOW_UPDATE, h2.PING):
                 other.append((kind, stream))
     opened = args.connections * args.streams - refused
-    print(f"open {opened} refused {refused}" + (f" other {other}" if other else ""))
+    # One more connection while every unit is held: refused as a whole, before any stream.
+    extra = h2.Conn()
+    extra.send(extra.request(1, path=args.path))
+    print(f"open {opened} refused {refused}" + (f" other {other}" if other else "") +
+          f"; one more connection: GOAWAY {extra.goaway(3.0)}")
+    extra.close()
     for c in conns:
         c.close()
 
