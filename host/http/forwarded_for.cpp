@@ -80,6 +80,11 @@ std::optional<IpAddress> forwarded_address(std::string_view entry) {
     return std::nullopt;
 }
 
+std::optional<IpAddress> ProxyTrust::client_behind(const IpAddress& peer, const HttpRequest& request) const {
+    if (!trusts(peer)) return std::nullopt;
+    return forwarded_client(request, *this);
+}
+
 std::optional<IpAddress> forwarded_client(const HttpRequest& request, const ProxyTrust& trust) {
     if (trust.header == ForwardedHeader::x_forwarded_for)
         return walk(request.headers, "x-forwarded-for", trust.peers, [](std::string_view item) { return item; });

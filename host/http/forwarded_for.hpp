@@ -25,6 +25,8 @@ struct ProxyTrust {
 
     bool empty() const { return peers.empty(); }
     bool trusts(const IpAddress& address) const { return peers.contains(address); }
+    /// The client `peer` forwards `request` for, if `peer` is trusted and names one.
+    std::optional<IpAddress> client_behind(const IpAddress& peer, const HttpRequest& request) const;
 };
 
 /// The client behind a trusted peer, from `request`'s `trust.header` lines: the right-most address

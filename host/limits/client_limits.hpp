@@ -19,7 +19,6 @@ struct ClientLimitsConfig {
     unsigned connections = 0;  ///< --client-connections: open work per client address (0: no limit)
     std::size_t table = 65536; ///< --client-table: addresses and handler keys remembered at once
 
-    bool any() const { return rate > 0 || connections > 0; }
     unsigned effective_burst() const;
 };
 

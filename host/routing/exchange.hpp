@@ -3,6 +3,7 @@
 // framing, request id and error bodies.
 #pragma once
 
+#include "common/ip_address.hpp"
 #include "http/request_id.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
@@ -30,6 +31,8 @@ struct ClientInfo {
     bool over_client_cap = false;  ///< its client held --client-connections already: refused
     std::uint32_t v4 = 0;          ///< `address` as IPv4, host order, when it is one (0: parse `address`)
     bool status_port() const { return lane == Lane::status_port; }
+    /// `address` as bytes: from `v4` when it is IPv4 (no parsing per request), else parsed.
+    IpAddress ip() const { return v4 ? IpAddress::v4(v4) : IpAddress::parse(address).value_or(IpAddress{}); }
 };
 
 class PendingCalls;

@@ -73,19 +73,19 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink) {
     // From a proxy we trust, the client is the one it names: handlers see it, limits count it.
-    RequestContext behind;
+    std::optional<RequestContext> behind;
     if (client_rate_ || trusted_proxies_) {
-        client_ip_ = context.client.v4 ? IpAddress::v4(context.client.v4)
-                                       : IpAddress::parse(context.client.address).value_or(IpAddress{});
-        if (trusted_proxies_ && !context.client.status_port() && trusted_proxies_->trusts(client_ip_))
-            if (const std::optional<IpAddress> named = forwarded_client(request, *trusted_proxies_)) {
+        client_ip_ = context.client.ip();
+        if (trusted_proxies_ && !context.client.status_port())
+            if (const std::optional<IpAddress> named = trusted_proxies_->client_behind(client_ip_, request)) {
                 behind = context;
                 client_ip_ = *named;
-                behind.client.address = {forwarded_text_, named->format(forwarded_text_)};
-                behind.client.port = 0;
+                behind->client.address = {forwarded_text_, named->format(forwarded_text_)};
+                behind->client.port = 0;
+                behind->client.v4 = named->v4_value();
             }
     }
-    Exchange exchange(request, behind.client.address.empty() ? context : behind, sink);
+    Exchange exchange(request, behind ? *behind : context, sink);
     exchange.id = {id_prefix_, ++requests_};
     if (request_id_header_) {
         const std::string_view sent = request.header("x-request-id");

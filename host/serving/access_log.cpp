@@ -175,9 +175,8 @@ void AccessLines::add(const ClientInfo& client, const HttpRequest* request, cons
     record.client_address = client.address;
     record.client_port = client.port;
     char named_text[IpAddress::kMaxText];
-    if (trusted_ && request && !client.status_port() &&
-        trusted_->trusts(IpAddress::parse(client.address).value_or(IpAddress{})))
-        if (const std::optional<IpAddress> named = forwarded_client(*request, *trusted_)) {
+    if (trusted_ && request && !client.status_port())
+        if (const std::optional<IpAddress> named = trusted_->client_behind(client.ip(), *request)) {
             record.client_address = {named_text, named->format(named_text)};
             record.client_port = 0;
         }

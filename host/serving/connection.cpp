@@ -38,15 +38,14 @@ Connection::~Connection() {
     loop_.connections.detach(this);
 }
 
-bool Connection::charge_client() {
+void Connection::charge_client() {
     ClientLimits* limits = loop_.client_limits;
     // A proxy we trust carries many clients: it is not one of them (its requests' clients are
     // counted by rate, which sees who it names).
     if (!limits || !limits->caps_work() || lane_ == Lane::status_port ||
         (loop_.trusted_proxies && loop_.trusted_proxies->trusts(peer())))
-        return true;
+        return;
     over_client_cap_ = !limits->hold(peer(), holds_client_unit_);
-    return !over_client_cap_;
 }
 
 std::shared_ptr<TransportUser> Connection::share() {

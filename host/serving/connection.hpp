@@ -58,18 +58,16 @@ public:
     }
 
     /// --client-connections: this connection counts as one unit of its client's open work, or
-    /// (false) its client holds as many as it may already, and it is refused once it says what
-    /// it speaks (HTTP/1: 503 and close; HTTP/2: GOAWAY with REFUSED_STREAM). Before start().
-    bool charge_client();
+    /// its client holds as many as it may already, and it is refused once it says what it speaks
+    /// (HTTP/1: 503 and close, 429 to a WebSocket; HTTP/2: GOAWAY with REFUSED_STREAM). Before start().
+    void charge_client();
 
     Connection* prev = nullptr;  // ConnectionList's links
     Connection* next = nullptr;
 
 protected:
     /// The peer's address as bytes (for the per-client limits: the text is what most need).
-    IpAddress peer() const {
-        return peer_v4_ ? IpAddress::v4(peer_v4_) : IpAddress::parse(address_).value_or(IpAddress{});
-    }
+    IpAddress peer() const { return client().ip(); }
     ClientInfo client() const {
         return ClientInfo{address_, port_, lane_, transport_.is_tls(), over_client_cap_, peer_v4_};
     }

@@ -78,6 +78,13 @@ TEST(ForwardedFor, ReadsOneHeaderOnlyNeverTheOtherAsAFallback) {
     EXPECT_EQ(client({{{"Forwarded", "for=192.0.2.1"}}}, "10.0.0.0/8"), "none");
 }
 
+TEST(ForwardedFor, NamesAClientOnlyBehindATrustedPeer) {
+    const Forwarding r{{{"X-Forwarded-For", "198.51.100.1"}}};
+    const ProxyTrust trust = trusting("10.0.0.0/8", ForwardedHeader::x_forwarded_for);
+    EXPECT_EQ(trust.client_behind(*IpAddress::parse("10.1.1.1"), r.view())->text(), "198.51.100.1");
+    EXPECT_FALSE(trust.client_behind(*IpAddress::parse("192.0.2.1"), r.view()));  // anyone else: ignored
+}
+
 TEST(ForwardedFor, ReadsOneEntry) {
     EXPECT_EQ(forwarded_address("\"192.0.2.1\"")->text(), "192.0.2.1");
     EXPECT_FALSE(forwarded_address("[192.0.2.1]"));  // brackets hold IPv6 only
