@@ -5,6 +5,8 @@
 // layer through the worker's Publisher.
 #pragma once
 
+#include "limits/client_limits.hpp"
+
 #include <csp/csp.h>
 
 #include <string_view>
@@ -37,6 +39,10 @@ public:
     virtual int close(unsigned code, std::string_view reason) noexcept = 0;
     virtual int subscribe(std::string_view topic) noexcept = 0;
     virtual int unsubscribe(std::string_view topic) noexcept = 0;
+
+    /// The unit of --client-connections the conversation holds for a client a trusted proxy named
+    /// (empty otherwise): given back when the conversation ends.
+    ClientUnit client_unit;
 
 protected:
     ~WebSocketChannel() = default;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace cspd {
 
@@ -69,6 +70,33 @@ private:
     unsigned burst_ = 1;            // --client-burst, or its default
     unsigned holder_;
     unsigned lease_ = 1;
+};
+
+/// One unit of --client-connections held for a client (ClientLimits::hold said `held`), given
+/// back when this goes or is reset: the open work it stands for may end on any thread.
+class ClientUnit {
+public:
+    ClientUnit() = default;
+    ClientUnit(ClientLimits& limits, const IpAddress& client) : limits_(&limits), client_(client) {}
+    ClientUnit(ClientUnit&& from) noexcept : limits_(std::exchange(from.limits_, nullptr)), client_(from.client_) {}
+    ClientUnit& operator=(ClientUnit&& from) noexcept {
+        if (this != &from) {
+            reset();
+            limits_ = std::exchange(from.limits_, nullptr);
+            client_ = from.client_;
+        }
+        return *this;
+    }
+    ~ClientUnit() { reset(); }
+
+    void reset() noexcept {
+        if (limits_) std::exchange(limits_, nullptr)->release(client_);
+    }
+    explicit operator bool() const { return limits_ != nullptr; }
+
+private:
+    ClientLimits* limits_ = nullptr;
+    IpAddress client_{};
 };
 
 }  // namespace cspd

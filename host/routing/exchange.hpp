@@ -35,6 +35,7 @@ struct ClientInfo {
     IpAddress ip() const { return v4 ? IpAddress::v4(v4) : IpAddress::parse(address).value_or(IpAddress{}); }
 };
 
+class ClientUnit;
 class PendingCalls;
 
 /// What the connection decides about a request before it is routed.
@@ -76,6 +77,7 @@ public:
     std::string_view request_id_header;  ///< sent back as X-Request-Id, or empty (--request-id-header)
     bool close_after = false;  ///< the response said "Connection: close" on its own account
     const CompressionPolicy* compression = nullptr;  ///< set by the router for answers it may compress
+    ClientUnit* client_unit = nullptr;  ///< held for the call's WebSocket, which takes it over (CallState)
 
 private:
     ResponseSink& sink_;

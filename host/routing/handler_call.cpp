@@ -97,6 +97,7 @@ PendingReply* HandlerCall::Hook::defer() noexcept {
     HandlerCall& call = *self;
     if (!call.pending_ || !call.current_) return nullptr;
     call.current_->version = call.entry_->version;  // pinned: a reload never unloads code that owes an answer
+    call.current_->client_unit.reset();  // a deferred answer is no WebSocket
     return call.pending_->adopt(call.current_, call.frame_);
 }
 
@@ -106,6 +107,7 @@ WebSocketChannel* HandlerCall::Hook::accept_websocket(const csp_ws_callbacks& ca
     WebSocketChannel* channel = call.pending_->accept_websocket(call.current_->view.request(), callbacks,
                                                                 call.entry_->version, call.current_->stats,
                                                                 call.current_->reply.websocket_extensions_);
+    if (channel) channel->client_unit = std::move(call.current_->client_unit);
     return channel;
 }
 
@@ -121,11 +123,13 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
                    {exchange.path, path_info, query, exchange.client.address, exchange.client.port, handler.state(),
                     &handler, exchange.id},
                    handler.abi());
+    if (exchange.client_unit) call.client_unit = std::move(*exchange.client_unit);
     const ResponseFrame frame = exchange.frame();
     if (handler.blocking() && pending) {
         call.version = entry.version;
         if (pending->run_blocking(current_, frame)) return CallOutcome::pending;
         call.version.reset();
+        call.client_unit.reset();
         return CallOutcome::pool_full;
     }
     entry_ = &entry;
@@ -156,6 +160,7 @@ CallOutcome HandlerCall::run(const HandlerTable::Entry& entry, Exchange& exchang
     }
     call.reply.set_pending_source(nullptr);
     call.reply.set_websocket_source(nullptr);
+    call.client_unit.reset();  // still here: no conversation took it
     if (call.reply.websocket()) {
         status = answer_websocket(call, handler, returned, request, exchange.sink());
         return CallOutcome::answered;

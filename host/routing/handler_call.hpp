@@ -11,6 +11,7 @@
 
 #include "handler/sdk_bridge.hpp"
 #include "handler/table.hpp"
+#include "limits/client_limits.hpp"
 #include "routing/exchange.hpp"
 #include "routing/handler_answer.hpp"
 
@@ -32,6 +33,9 @@ struct CallState {
     std::shared_ptr<const HandlerVersion> version;  ///< pins the code that owes the answer
     HandlerStats* stats = nullptr;                  ///< the handler's counters, or null
     std::uint64_t elapsed_ns = 0;                   ///< a blocking call's time, measured on its thread
+    /// A WebSocket handshake's unit of --client-connections for the client a trusted proxy named:
+    /// the conversation takes it if the handler accepts, else it goes when the call has answered.
+    ClientUnit client_unit;
 };
 
 /// Where calls whose answer is pending go: the protocol session that routed the request

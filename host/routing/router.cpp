@@ -55,7 +55,10 @@ Router::Router(const HandlerTable& handlers, const StaticFiles& www, BuiltinOpti
       client_rate_(options.client_limits && options.client_limits->limits_rate()
                        ? std::make_unique<ClientLeases>(*options.client_limits)
                        : nullptr),
-      trusted_proxies_(options.trusted_proxies && !options.trusted_proxies->empty() ? options.trusted_proxies : nullptr) {
+      trusted_proxies_(options.trusted_proxies && !options.trusted_proxies->empty() ? options.trusted_proxies : nullptr),
+      proxied_websockets_(trusted_proxies_ && options.client_limits && options.client_limits->caps_work()
+                              ? options.client_limits
+                              : nullptr) {
     call_.warn_past(options.slow_call_warn_ms);
     if (::getrandom(&id_prefix_, sizeof id_prefix_, GRND_NONBLOCK) != sizeof id_prefix_)
         id_prefix_ = static_cast<std::uint32_t>(::getpid() * 2654435761u ^
@@ -74,12 +77,14 @@ void Router::attach_stats(SharedStats& shared, LoopSlot& slot) {
 Routed Router::respond(const HttpRequest& request, const RequestContext& context, ResponseSink& sink) {
     // From a proxy we trust, the client is the one it names: handlers see it, limits count it.
     std::optional<RequestContext> behind;
+    client_named_ = false;
     if (client_rate_ || trusted_proxies_) {
         client_ip_ = context.client.ip();
         if (trusted_proxies_ && !context.client.status_port())
             if (const std::optional<IpAddress> named = trusted_proxies_->client_behind(client_ip_, request)) {
                 behind = context;
                 client_ip_ = *named;
+                client_named_ = true;
                 behind->client.address = {forwarded_text_, named->format(forwarded_text_)};
                 behind->client.port = 0;
                 behind->client.v4 = named->v4_value();
@@ -221,6 +226,18 @@ HttpStatus Router::call_handler(Exchange& exchange, std::string_view after_prefi
             if (hit->encoded.bytes != kept) cache_.grew(hit->encoded.bytes - kept);
             return sent.sent;
         }
+    // --client-connections behind --trust-proxy: the proxy's connection is no client's, so a
+    // WebSocket it carries counts for the client it names, for as long as the conversation lasts.
+    ClientUnit unit;
+    if (proxied_websockets_ && client_named_ && ws::check_handshake(exchange.request) == ws::Handshake::valid) {
+        bool held = false;
+        if (!proxied_websockets_->hold(client_ip_, held)) {
+            routed.responder = Responder::builtin;
+            return builtin_.client_full(exchange, HttpStatus::too_many_requests);
+        }
+        if (held) unit = ClientUnit(*proxied_websockets_, client_ip_);
+        exchange.client_unit = &unit;
+    }
     CallStatus status;
     switch (call_.run(*handler, exchange, path_info, query, exchange.pending, status)) {
     case CallOutcome::answered:

@@ -85,7 +85,9 @@ private:
     char id_buffer_[RequestId::kMaxText];
     std::unique_ptr<ClientLeases> client_rate_;  // with --client-rate only
     const ProxyTrust* trusted_proxies_;    // with --trust-proxy only
+    ClientLimits* proxied_websockets_;     // with both --trust-proxy and --client-connections
     IpAddress client_ip_{};                   // the request routed now's client, with either of those
+    bool client_named_ = false;               // ...and a trusted proxy named it
     char forwarded_text_[IpAddress::kMaxText];                 // the client a trusted proxy named, for the request routed now
     SharedStats* shared_ = nullptr;
     LoopSlot* slot_ = nullptr;

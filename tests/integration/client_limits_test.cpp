@@ -299,6 +299,59 @@ TEST(TrustProxy, LimitsEachClientBehindNginxApartAndIgnoresForgedAddresses) {
     EXPECT_NE(lines.find("GET /csp/echo HTTP/1.1\" 429 "), std::string::npos) << lines;  // refusals are logged as 429
 }
 
+TEST(TrustProxy, CountsTheWebSocketsNginxCarriesForEachClient) {
+    TestServer server({"--workers", "2", "--threads", "2", "--client-connections", "3", "--trust-proxy", "127.0.0.3",
+                       "--log-level", "info"},
+                      false);
+    install_by_rename(test_handler("ws_probe.so"), server.handlers() / "ws_probe.so");
+    install_by_rename(test_handler("ws_blocking.so"), server.handlers() / "ws_blocking.so");
+    server.start();
+    // nginx passes the upgrade on, as deploy/'s WebSocket location does.
+    const Nginx nginx("  map $http_upgrade $connection_upgrade {\n    default upgrade;\n    '' '';\n  }\n"
+                      "  server {\n    listen 127.0.0.1:@PORT@;\n    location / {\n"
+                      "      proxy_pass http://127.0.0.1:" + std::to_string(server.port()) + ";\n"
+                      "      proxy_bind 127.0.0.3;\n      proxy_http_version 1.1;\n"
+                      "      proxy_set_header Upgrade $http_upgrade;\n"
+                      "      proxy_set_header Connection $connection_upgrade;\n"
+                      "      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n"
+                      "    }\n  }\n");
+    const auto upgrade = [](const std::string& target) {
+        return "GET " + target + " HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    };
+    std::vector<std::unique_ptr<HttpClient>> open;
+    const auto open_websocket = [&](const char* source, const std::string& target) {
+        auto c = std::make_unique<HttpClient>(nginx.port(), 5s, source);
+        c->send(upgrade(target));
+        const std::string head = c->read_until("\r\n\r\n");
+        const int status = head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
+        if (status == 101) open.push_back(std::move(c));
+        return status;
+    };
+    ASSERT_TRUE(eventually([&] { return open_websocket("127.0.0.1", "/csp/ws_probe?let=in") == 101; }, 5s));
+    // A handshake the handler turns down holds nothing after its answer.
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_probe"), 403) << i;
+    // Accepted on the loop and by a blocking call on the pool: each holds one of the client's 3,
+    // although every one comes on a connection of nginx's.
+    EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_probe?let=in"), 101);
+    EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_blocking"), 101);
+    EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_probe?let=in"), 429);  // the fourth
+    EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_blocking"), 429);
+    // Another client behind the same nginx has a share of its own.
+    EXPECT_EQ(open_websocket("127.0.0.2", "/csp/ws_probe?let=in"), 101);
+    // When a conversation ends, its unit goes back: the first client may open another.
+    open.erase(open.begin());
+    EXPECT_TRUE(eventually([&] { return open_websocket("127.0.0.1", "/csp/ws_probe?let=in") == 101; }, 5s));
+    EXPECT_EQ(open_websocket("127.0.0.1", "/csp/ws_blocking"), 429);
+    // Each refusal counted (asked from another address: 127.0.0.1's own connections are over its share).
+    const auto metrics = HttpClient(server.port(), 5s, "127.0.0.5").get("/metrics");
+    ASSERT_EQ(code_of(metrics), 200);
+    const std::string counter = "cspd_client_limited_total{limit=\"connections\"} ";
+    const std::size_t at = metrics->body.find(counter);
+    ASSERT_NE(at, std::string::npos) << metrics->body;
+    EXPECT_EQ(std::atol(metrics->body.c_str() + at + counter.size()), 3) << metrics->body;
+}
+
 /// One GET of /csp/echo on a new connection that opens with `header`.
 std::optional<HttpResponse> fetch_via_proxy_header(unsigned short port, const std::string& header) {
     HttpClient c(port, 5s);

@@ -115,6 +115,7 @@ WebSocketChannel* PendingExchange::accept_websocket(const csp_ws_callbacks& call
     if (!websocket_offer_ || websocket_ || streaming() || dropped_) return nullptr;
     websocket_ = WebSocketLink::accept(call_->view.request(), websocket_offer_->deflate, inbox_, callbacks,
                                        call_->version, call_->stats, call_->reply.websocket_extensions_);
+    if (websocket_) websocket_->client_unit = std::move(call_->client_unit);
     return websocket_.get();
 }
 

@@ -86,6 +86,7 @@ int WebSocketLink::put_frame(std::string_view frame, bool& poke) noexcept {
 
 void WebSocketLink::never_carried(LoopSlot* slot) {
     shut();
+    client_unit.reset();
     TopicBoard::instance().leave_all(*this);  // subscribed during the call, perhaps
     if (!callbacks_.on_close) return;
     run_handler_callback(slot, *version_, stats_, "WebSocket on_close", [&] {

@@ -201,6 +201,7 @@ void WebSocketConversation::tell_closed(int code, std::string_view reason) {
     if (told_) return;
     told_ = true;
     link_->shut();
+    link_->client_unit.reset();  // the client may open another
     TopicBoard::instance().leave_all(*link_);
     if (loop_.slot) {
         bump(loop_.slot->ws_closed);

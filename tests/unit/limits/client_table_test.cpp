@@ -202,6 +202,33 @@ TEST(ClientLimits, CountsAnIPv6ClientByItsSlash64) {
     EXPECT_TRUE(limits.hold(*IpAddress::parse("2001:db8:0:1::9"), held));
 }
 
+TEST(ClientLimits, AUnitGivesItsHoldBackOnceWhereverItWasMoved) {
+    ClientTable table = ClientTable::create(1024);
+    ClientLimitsConfig config;
+    config.connections = 2;
+    ClientLimits limits(config, table);
+    const IpAddress client = *IpAddress::parse("192.0.2.7");
+    bool held = false;
+    ASSERT_TRUE(limits.hold(client, held));
+    ASSERT_TRUE(held);
+    {
+        ClientUnit first(limits, client);
+        ClientUnit moved = std::move(first);  // the call's, then the conversation's
+        ClientUnit again;
+        again = std::move(moved);
+        EXPECT_FALSE(first);
+        EXPECT_FALSE(moved);
+        EXPECT_TRUE(again);
+        ASSERT_TRUE(limits.hold(client, held));  // the second of two
+        EXPECT_FALSE(limits.hold(client, held));
+        limits.release(client);
+    }
+    // The unit went once: one more fits again, and only one.
+    EXPECT_TRUE(limits.hold(client, held));
+    EXPECT_TRUE(limits.hold(client, held));
+    EXPECT_FALSE(limits.hold(client, held));
+}
+
 TEST(ClientTable, TakesSeveralAtOnceOnlyWhileTheBucketKeepsEnough) {
     ClientTable table = ClientTable::create(64);
     const ClientKey a = key_of("192.0.2.1");
