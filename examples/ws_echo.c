@@ -15,7 +15,7 @@ static void echo_message(csp_ws *ws, const void *data, size_t size, int binary, 
 }
 
 static int ws_echo(const csp_request *req, csp_reply *reply) {
-    static const csp_ws_callbacks callbacks = {sizeof(csp_ws_callbacks), echo_message, NULL, NULL, NULL};
+    static const csp_ws_callbacks callbacks = {.size = sizeof(csp_ws_callbacks), .on_message = echo_message};
     if (!csp_ws_accept(req, reply, &callbacks, NULL)) return csp_ws_refuse(req, reply);
     return CSP_WS_ACCEPTED;
 }

@@ -53,6 +53,8 @@ struct Readings {
          insecure_handlers = false, no_compress = false;
     std::string compress_encodings = "zstd,br,gzip", compress_types;  // empty types: the default list
     std::string client_rate, trust_proxy, trust_proxy_header = "X-Forwarded-For";
+    std::string cluster;
+    ClusterOptions cluster_options;
 
     void apply(Config& config) const {
         if (single_process) config.workers = 0;
@@ -82,6 +84,10 @@ struct Readings {
         if (!trust_proxy.empty()) config.trusted_proxies.peers = AddressRanges::parse(trust_proxy, error).value_or(AddressRanges());
         config.trusted_proxies.header =
             iequals(trust_proxy_header, "forwarded") ? ForwardedHeader::forwarded : ForwardedHeader::x_forwarded_for;
+        if (!cluster.empty()) {
+            config.cluster = cluster_options;
+            config.cluster->address = parse_redis_address(cluster, error).value_or(RedisAddress());
+        }
     }
 
     static std::vector<std::string> comma_list(std::string_view text) {
@@ -342,6 +348,34 @@ void add_client_options(CLI::App& app, Config& config, Readings& read) {
         ->group(group);
 }
 
+void add_cluster_options(CLI::App& app, Readings& read) {
+    const char* group = "Topics across hosts";
+    app.add_option("--cluster", read.cluster,
+                   "redis://HOST:PORT or redis+unix:///PATH: a csp_publish reaches the topic's subscribers on every "
+                   "cspd that names the same Redis. Off by default")
+        ->check([](const std::string& text) -> std::string {
+            std::string why;
+            return parse_redis_address(text, why) ? std::string() : "'" + text + "': " + why;
+        })
+        ->group(group);
+    app.add_option("--cluster-history", read.cluster_options.history,
+                   "messages kept per topic, so that a host cut off for a while gets what it missed")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(1), std::size_t(10'000'000)))
+        ->group(group);
+    app.add_option("--cluster-history-ttl", read.cluster_options.history_ttl_s,
+                   "seconds a topic's message is kept at most")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 30u * 86400u))
+        ->group(group);
+    app.add_option("--cluster-queue", read.cluster_options.queue_bytes,
+                   "bytes of publishes that wait while Redis cannot be reached; past it csp_publish says CSP_AGAIN "
+                   "(the message reaches this host only)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t(64) << 10, std::size_t(1) << 32))
+        ->group(group);
+}
+
 void add_handler_options(CLI::App& app, Config& config, Readings& read) {
     const char* group = "Handlers";
     app.add_flag("--compile", config.compile_sources,
@@ -467,6 +501,7 @@ Invocation parse_command_line(int argc, char** argv) {
     add_request_limits(app, config, read);
     add_compression_options(app, config, read);
     add_client_options(app, config, read);
+    add_cluster_options(app, read);
     add_handler_options(app, config, read);
     add_toolkit_options(app, config);
     add_status_options(app, config, read);
@@ -497,6 +532,11 @@ Invocation parse_command_line(int argc, char** argv) {
     read.apply(config);
     if (config.tls_port && config.certs_dir.empty() && !config.tls_self_signed) {
         std::fprintf(stderr, "--tls-port needs certificates: --certs DIR, or --tls-self-signed to try it out\n");
+        invocation.exit_code = 2;
+    }
+    if (config.cluster && config.workers == 0) {
+        // The link to Redis lives in the master, beside the workers: one process has none.
+        std::fprintf(stderr, "--cluster needs a master and its workers: not with --workers 0 or --single-process\n");
         invocation.exit_code = 2;
     }
     return invocation;

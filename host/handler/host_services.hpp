@@ -2,6 +2,8 @@
 // and the handler log's budget. Set once by the server before its loops start, read by any thread.
 #pragma once
 
+#include <string>
+
 namespace cspd {
 
 class SharedStore;
@@ -11,6 +13,7 @@ struct HostServices {
     SharedStore* store = nullptr;  ///< null: the server runs without one (csp_kv_* give CSP_KV_UNAVAILABLE)
     unsigned log_rate = 50;        ///< --handler-log-rate: lines a second per handler version and process
     ClientLimits* client_limits = nullptr;  ///< the per-client counts (csp_limit); null: none (csp_limit lets all in)
+    std::string cluster_redis;  ///< --cluster's Redis, for /-/status and /metrics; empty: none
 };
 
 HostServices& host_services();

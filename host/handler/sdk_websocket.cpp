@@ -6,6 +6,7 @@
 #include "websocket/utf8_validator.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -31,7 +32,9 @@ void Publisher::set_current(Publisher* publisher) noexcept { g_publisher.store(p
 
 csp_ws* WebSocketApi::accept(const csp_request* req, csp_reply* reply, const csp_ws_callbacks* callbacks,
                              const char* protocol, size_t protocol_size) noexcept {
-    if (!req || !reply || !callbacks || callbacks->size < sizeof(csp_ws_callbacks) || (!protocol && protocol_size))
+    // 2.4's struct ends before on_topic_gap: that much at least.
+    if (!req || !reply || !callbacks || callbacks->size < offsetof(csp_ws_callbacks, on_topic_gap) ||
+        (!protocol && protocol_size))
         return nullptr;
     const HandlerRequestView& view = HandlerRequestView::of(req);
     HandlerReply& answer = *static_cast<HandlerReply*>(reply->host);

@@ -4,6 +4,7 @@
 #include "common/ip_address.hpp"
 #include "compression/compression_policy.hpp"
 #include "http/forwarded_for.hpp"
+#include "cluster/cluster_link.hpp"
 #include "limits/client_limits.hpp"
 #include "process/worker_role.hpp"
 #include "serving/connection_limits.hpp"
@@ -63,6 +64,7 @@ struct Config {
     ClientLimitsConfig client_limits;    ///< --client-*: each client's request rate and open work
     ProxyTrust trusted_proxies;          ///< --trust-proxy, --trust-proxy-header: peers whose X-Forwarded-For (or Forwarded) names the client
     bool proxy_protocol = false;         ///< --proxy-protocol: every connection on --port / --tls-port opens with a PROXY header
+    std::optional<ClusterOptions> cluster;  ///< --cluster*: topics across hosts over Redis
     std::size_t cache_mib = 32;          ///< the reply cache per worker (csp_reply_cache); 0 = off
     int static_max_age_s = -1;           ///< Cache-Control: max-age on static files; -1 = none
     unsigned slow_call_warn_ms = 50;     ///< a loop handler's call past this is logged and counted; 0 = never

@@ -13,6 +13,7 @@
 #include "process/service_notifier.hpp"
 #include "process/shared_segments.hpp"
 #include "process/slot_banks.hpp"
+#include "process/topic_hub.hpp"
 #include "process/watchdog.hpp"
 #include "process/worker_record.hpp"
 #include "process/worker_role.hpp"
@@ -79,6 +80,8 @@ public:
         wait_for_signals();
         wait_for_requests();
         wait_for_children();
+        // Before the workers: their first publishes find the master's relay there.
+        if (config_.cluster) topics_.emplace(io_, *config_.cluster, config_.workers, stats_.cluster);
         for (unsigned i = 0; i < workers_.size(); ++i) spawn(i);
         tick();
         io_.run();
@@ -152,6 +155,7 @@ private:
             // Its private handler folder goes with it (a clean exit has removed it already).
             if (const std::size_t left = remove_private_folders_of(pid))
                 spdlog::debug("removed {} private folder(s) pid {} left behind", left, pid);
+            if (topics_) topics_->process_gone(pid);  // the topics it subscribed to across hosts
             if (succession_.reaped(pid, status)) continue;
             if (keys_ && keys_->reaped(pid, status)) continue;
             for (unsigned i = 0; i < workers_.size(); ++i)
@@ -218,6 +222,7 @@ private:
         tick_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
             succession_.tick(stopping_);
+            if (topics_) topics_->report();
             if (tickets_ && ++ticket_ticks_ % (TicketKeys::kRotateEverySeconds * 10) == 0) tickets_->rotate();
             check_ready();
             // The service manager's watchdog: alive while at least one worker serves.
@@ -365,6 +370,7 @@ private:
     asio::signal_set signals_, requests_, children_;
     asio::steady_timer tick_, deadline_;
     std::vector<asio::steady_timer> restart_timers_;
+    std::optional<TopicHub> topics_;  // with --cluster: the host's link to the other hosts' topics
     bool stopping_ = false;
     bool quitting_ = false;
     bool announced_all_ = false;

@@ -93,6 +93,7 @@ public:
         host_services().store = store_ ? &*store_ : nullptr;
         host_services().client_limits = &client_limits_;
         host_services().log_rate = config_.handler_log_rate;
+        host_services().cluster_redis = config_.cluster ? config_.cluster->address.text() : std::string();
         set_process_crash_flag(&stats_.slots[first_slot_].crashed_elsewhere);
         set_process_death_blame(&stats_.slots[first_slot_].blame);
         install_exit_blame();  // exit() in a handler's call is blamed on it
@@ -172,13 +173,16 @@ private:
         // csp_publish reaches this process's topics from any thread.
         TopicBoard::instance().set_max_message(config_.connection.websocket.max_message);
         Publisher::set_current(&TopicBoard::instance());
-        if (role_ && config_.workers > 1) {
-            // Publishes reach the other workers' subscribers, and theirs reach this one's.
+        if (role_ && (config_.workers > 1 || config_.cluster)) {
+            // Publishes reach the other workers' subscribers, and theirs reach this one's; with
+            // --cluster, through the master, every other host's too.
             relay_ = std::make_unique<TopicRelay>(
-                role_->master, role_->index, config_.workers,
+                role_->master, role_->index, config_.workers, config_.cluster.has_value(),
                 [](std::string_view topic, std::string_view data, bool binary) {
                     TopicBoard::instance().deliver_here(topic, data, binary);
-                });
+                },
+                [](std::string_view topic) { TopicBoard::instance().gap_here(topic); });
+            if (config_.cluster) relay_->watch_cluster_queue(&stats_.cluster.queue_bytes, config_.cluster->queue_bytes);
             TopicBoard::instance().set_relay(relay_.get());
         }
         for (unsigned t = 0; t < config_.threads; ++t) {

@@ -43,8 +43,9 @@ HttpStatus BuiltinEndpoints::report(Exchange& exchange, bool metrics) const {
     try {
         const SharedStore* store = host_services().store;
         ClientLimits* clients = host_services().client_limits;
-        body = metrics ? render_metrics(*shared_, store, tls_, clients)
-                       : render_status(*shared_, !exchange.client.status_port(), store, tls_, clients);
+        const std::string_view cluster = host_services().cluster_redis;
+        body = metrics ? render_metrics(*shared_, store, tls_, clients, cluster)
+                       : render_status(*shared_, !exchange.client.status_port(), store, tls_, clients, cluster);
     } catch (const std::exception& e) {
         spdlog::error("{}: {}", metrics ? "/metrics" : "/-/status", e.what());
         return exchange.error(HttpStatus::internal_server_error);

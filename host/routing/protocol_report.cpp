@@ -17,7 +17,7 @@ struct ProtocolSummary {
     std::uint64_t requests[2]{}, connections = 0, streams = 0, resets_received = 0;
     std::uint64_t resets_sent[kH2ErrorCodes]{}, goaways[std::size_t(H2Goaway::count)]{};
     std::uint64_t ws_opened = 0, ws_closed = 0, ws_messages_in = 0, ws_messages_out = 0, ws_bytes_in = 0,
-                  ws_bytes_out = 0, ws_delivered = 0, ws_closes[kWsCloseKinds]{};
+                  ws_bytes_out = 0, ws_delivered = 0, ws_gaps_told = 0, ws_closes[kWsCloseKinds]{};
 };
 
 ProtocolSummary summarize_protocols(const SharedStats& stats) {
@@ -38,6 +38,7 @@ ProtocolSummary summarize_protocols(const SharedStats& stats) {
         sum.ws_bytes_in += read(slot.ws_bytes_in);
         sum.ws_bytes_out += read(slot.ws_bytes_out);
         sum.ws_delivered += read(slot.ws_delivered);
+        sum.ws_gaps_told += read(slot.ws_gaps_told);
         for (std::size_t k = 0; k < kWsCloseKinds; ++k) sum.ws_closes[k] += read(slot.ws_closes[k]);
     }
     return sum;
@@ -82,6 +83,10 @@ void protocol_metrics(std::string& out, const SharedStats& stats) {
     family(out, "cspd_websocket_published_deliveries_total", "counter",
            "Published messages put in a subscriber's outbox (the fan-out of csp_publish).");
     sample(out, "cspd_websocket_published_deliveries_total", "", double(sum.ws_delivered));
+    family(out, "cspd_websocket_topic_gaps_told_total", "counter",
+           "Subscribers told by on_topic_gap that a topic lost messages across hosts (older handlers' "
+           "conversations are closed with 1012 instead).");
+    sample(out, "cspd_websocket_topic_gaps_told_total", "", double(sum.ws_gaps_told));
 }
 
 void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats) {
@@ -107,6 +112,7 @@ void add_protocol_status(nlohmann::ordered_json& doc, const SharedStats& stats) 
     ws["bytes_in"] = sum.ws_bytes_in;
     ws["bytes_out"] = sum.ws_bytes_out;
     ws["published_deliveries"] = sum.ws_delivered;
+    ws["topic_gaps_told"] = sum.ws_gaps_told;
     auto& closes = ws["closes"] = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < kWsCloseKinds; ++k)
         if (sum.ws_closes[k]) closes[kWsCloseNames[k]] = sum.ws_closes[k];

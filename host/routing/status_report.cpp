@@ -210,6 +210,54 @@ void client_metrics(std::string& out, ClientLimits& clients) {
     sample(out, "cspd_client_table_evictions_total", "", double(clients.table().evictions()));
 }
 
+/// Topics across hosts (--cluster): the master's link to Redis.
+void cluster_metrics(std::string& out, const ClusterStats& cluster) {
+    family(out, "cspd_cluster_connected", "gauge", "1 while this host's link to the cluster's Redis is up (--cluster).");
+    sample(out, "cspd_cluster_connected", "", cluster.state.load(std::memory_order_relaxed) == ClusterStats::connected);
+    const std::pair<const char*, const Counter*> counters[] = {
+        {"published", &cluster.published}, {"received", &cluster.received},     {"recovered", &cluster.recovered},
+        {"gaps", &cluster.gaps},           {"reconnects", &cluster.reconnects}, {"refused", &cluster.refused},
+        {"failed", &cluster.failed}};
+    const char* const help[] = {
+        "Messages this host published that Redis recorded.",
+        "Messages other hosts published, delivered to this host's workers (live or recovered).",
+        "Of those, messages read from a topic's history after a cut.",
+        "Times a topic's subscribers here were told messages were lost for good (on_topic_gap or 1012).",
+        "Times the link to Redis came back after it was lost.",
+        "Publishes kept on this host: the queue for Redis was full (csp_publish said CSP_AGAIN).",
+        "Publishes Redis refused with an error (logged)."};
+    for (std::size_t i = 0; i < std::size(counters); ++i) {
+        const std::string name = std::string("cspd_cluster_") + counters[i].first + "_total";
+        family(out, name.c_str(), "counter", help[i]);
+        sample(out, name, "", double(read(*counters[i].second)));
+    }
+    family(out, "cspd_cluster_queue_bytes", "gauge", "Bytes of publishes waiting for Redis's answer (--cluster-queue).");
+    sample(out, "cspd_cluster_queue_bytes", "", double(cluster.queue_bytes.load(std::memory_order_relaxed)));
+    family(out, "cspd_cluster_lag_seconds", "gauge", "How long the oldest publish waiting for Redis has waited.");
+    sample(out, "cspd_cluster_lag_seconds", "", double(cluster.lag_ms.load(std::memory_order_relaxed)) / 1000.0);
+    family(out, "cspd_cluster_topics", "gauge", "Topics this host subscribes to across hosts.");
+    sample(out, "cspd_cluster_topics", "", double(cluster.topics.load(std::memory_order_relaxed)));
+}
+
+nlohmann::ordered_json cluster_status(const ClusterStats& cluster, std::string_view redis) {
+    const bool connected = cluster.state.load(std::memory_order_relaxed) == ClusterStats::connected;
+    const std::uint64_t queued = cluster.queue_bytes.load(std::memory_order_relaxed);
+    return {{"redis", redis},
+            {"link", connected ? "connected" : "down"},
+            // Still ready (it serves), but publishes do not cross while the link is down.
+            {"degraded", !connected},
+            {"topics", cluster.topics.load(std::memory_order_relaxed)},
+            {"published", read(cluster.published)},
+            {"received", read(cluster.received)},
+            {"recovered", read(cluster.recovered)},
+            {"gaps", read(cluster.gaps)},
+            {"reconnects", read(cluster.reconnects)},
+            {"refused", read(cluster.refused)},
+            {"failed", read(cluster.failed)},
+            {"queue_bytes", queued},
+            {"lag_ms", cluster.lag_ms.load(std::memory_order_relaxed)}};
+}
+
 /// An address key as people read it: an IPv4 address, or an IPv6 /64.
 std::string key_text(const ClientKey& key) {
     const IpAddress address{key.bytes};
@@ -283,12 +331,13 @@ nlohmann::ordered_json tls_status(const Summary& sum, const TlsStatusBoard& boar
 }  // namespace
 
 std::string render_metrics(const SharedStats& stats, const SharedStore* store, const TlsStatusBoard* tls,
-                           ClientLimits* clients) {
+                           ClientLimits* clients, std::string_view cluster_redis) {
     const Summary sum = summarize(stats);
     std::string out;
     out.reserve(4096 + sum.handlers.size() * 2048);
     if (store) store_metrics(out, *store);
     if (clients) client_metrics(out, *clients);
+    if (!cluster_redis.empty()) cluster_metrics(out, stats.cluster);
 
     family(out, "cspd_requests_total", "counter", "Responses sent, by status class (handlers, static files, errors).");
     for (unsigned c = 0; c < 5; ++c)
@@ -419,7 +468,7 @@ nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls) {
 }  // namespace
 
 std::string render_status(const SharedStats& stats, bool for_public, const SharedStore* store,
-                          const TlsStatusBoard* tls, ClientLimits* clients) {
+                          const TlsStatusBoard* tls, ClientLimits* clients, std::string_view cluster_redis) {
     const Summary sum = summarize(stats);
     nlohmann::ordered_json doc;
     doc["started_unix_ms"] = stats.started_unix_ms;
@@ -441,6 +490,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     if (tls) doc["tls"] = tls_status(sum, *tls);
     if (store) doc["kv_store"] = kv_store_status(*store);
     if (clients) doc["clients"] = client_status(*clients, for_public);
+    if (!cluster_redis.empty()) doc["cluster"] = cluster_status(stats.cluster, cluster_redis);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
     doc["workers"] = workers_status(stats, tls != nullptr);

@@ -132,6 +132,7 @@ struct LoopSlot {
     Counter ws_bytes_in, ws_bytes_out;       // on the wire, frames and all
     Counter ws_closes[kWsCloseKinds];        // conversations ended, by how (kWsCloseNames)
     Counter ws_delivered;                    // published messages taken to a subscriber (the fan-out)
+    Counter ws_gaps_told;                    // subscribers told by on_topic_gap that a topic lost messages
     Counter compressed_responses[3];         // answers sent compressed, by coding: gzip, br, zstd
     Counter compression_bytes_in, compression_bytes_out;  // what the coders took and gave (not cached bodies)
     SegmentArray<HandlerStats> handler_entries;  // --max-handlers of them, after the SharedStats
@@ -161,6 +162,17 @@ struct QuarantineList {
     QuarantineEntry entries[kMaxQuarantined];
 };
 
+/// Topics across hosts (--cluster): the master's link to Redis, for /-/status and /metrics, and
+/// the queue that csp_publish checks before it sends across (CSP_AGAIN past --cluster-queue).
+struct ClusterStats {
+    enum State : std::uint32_t { off = 0, down = 1, connected = 2 };
+    std::atomic<std::uint32_t> state{off};
+    Counter published, received, recovered, gaps, reconnects, refused, failed;
+    std::atomic<std::uint64_t> queue_bytes{0};  ///< publishes waiting for Redis's answer
+    std::atomic<std::uint64_t> lag_ms{0};       ///< how long the oldest of them has waited
+    std::atomic<std::uint64_t> topics{0};       ///< subscribed across hosts
+};
+
 struct SharedStats {
     std::uint32_t magic = 0;
     std::int64_t started_unix_ms = 0;
@@ -171,6 +183,7 @@ struct SharedStats {
     // Set by the master once every worker has served: a worker that starts later is a replacement,
     // and serves at once what the others serve rather than wait for a version being vetted.
     std::atomic<std::uint32_t> serving{0};
+    ClusterStats cluster;  // written by the master
     SegmentArray<CrashCount> crash_counts;  // --max-handlers of them, after the loops' entries
     LoopSlot slots[kMaxSlots];
     std::uint64_t segment_bytes = 0;  // the whole segment: this and the arrays after it

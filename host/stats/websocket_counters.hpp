@@ -6,9 +6,9 @@
 
 namespace cspd {
 
-inline constexpr std::size_t kWsCloseKinds = 9;
+inline constexpr std::size_t kWsCloseKinds = 10;
 inline constexpr const char* kWsCloseNames[kWsCloseKinds] = {
-    "1000", "1001", "1002", "1006", "1007", "1008", "1009", "1011", "other"};
+    "1000", "1001", "1002", "1006", "1007", "1008", "1009", "1011", "1012", "other"};
 
 /// Where a close code is counted.
 inline std::size_t ws_close_kind(int code) {
@@ -21,7 +21,8 @@ inline std::size_t ws_close_kind(int code) {
     case 1008: return 5;
     case 1009: return 6;
     case 1011: return 7;
-    default: return 8;
+    case 1012: return 8;
+    default: return 9;
     }
 }
 

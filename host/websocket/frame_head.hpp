@@ -32,11 +32,13 @@ enum CloseCode : std::uint16_t {
     kPolicy = 1008,
     kTooBig = 1009,
     kInternalError = 1011,
+    kServiceRestart = 1012,  ///< IANA's registry: reconnect (and reload: messages were lost)
 };
 
-/// A code a peer (or a handler) may put in a close frame: 1000-1003, 1007-1011, 3000-4999.
+/// A code a peer (or a handler) may put in a close frame: 1000-1003, 1007-1014 (RFC 6455's and
+/// IANA's registry since: service restart, try again later, bad gateway), 3000-4999.
 inline bool is_sendable_close_code(unsigned code) {
-    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) || (code >= 3000 && code <= 4999);
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }
 
 /// The most bytes a frame head takes (2 + 8 of length + 4 of mask).

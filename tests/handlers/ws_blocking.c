@@ -44,7 +44,7 @@ static long arg(const csp_request *req, const char *name) {
 }
 
 static int ws_blocking(const csp_request *req, csp_reply *reply) {
-    static const csp_ws_callbacks callbacks = {sizeof(csp_ws_callbacks), on_message, on_close, NULL, NULL};
+    static const csp_ws_callbacks callbacks = {.size = sizeof(csp_ws_callbacks), .on_message = on_message, .on_close = on_close};
     if (csp_query_arg(req, "closes").data) {
         pthread_mutex_lock(&g_lock);
         csp_reply_printf(reply, "accepted %ld closed %ld last %d refused %ld waited %ld", g_accepted, g_closed,

@@ -131,7 +131,7 @@ static void on_close(csp_ws *ws, int code, const char *reason, size_t reason_siz
 }
 
 static int ws_probe(const csp_request *req, csp_reply *reply) {
-    static const csp_ws_callbacks callbacks = {sizeof(csp_ws_callbacks), on_message, on_close, NULL, NULL};
+    static const csp_ws_callbacks callbacks = {.size = sizeof(csp_ws_callbacks), .on_message = on_message, .on_close = on_close};
     if (csp_query_arg(req, "last").data) {
         pthread_mutex_lock(&g_last_lock);
         csp_reply_puts(reply, g_last_close);

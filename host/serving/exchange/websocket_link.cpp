@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -33,8 +34,9 @@ WebSocketLink::WebSocketLink(std::shared_ptr<LoopInbox> inbox, const csp_ws_call
                              std::shared_ptr<const HandlerVersion> version, HandlerStats* stats, bool deflate)
     : inbox_(std::move(inbox)), callbacks_{}, version_(std::move(version)), stats_(stats), deflate_(deflate),
       outbox_(StreamOutbox::Framing::raw), accepted_on_(std::this_thread::get_id()) {
-    // A handler built against a later 2.x may pass a longer struct: what this host knows is copied.
-    std::memcpy(&callbacks_, &callbacks, sizeof callbacks_);
+    // A handler built against a later 2.x may pass a longer struct, one built against 2.4 a shorter
+    // one (no on_topic_gap): what both know is copied, the rest stays null.
+    std::memcpy(&callbacks_, &callbacks, std::min(callbacks.size, sizeof callbacks_));
     callbacks_.size = sizeof callbacks_;
 }
 
@@ -96,6 +98,16 @@ void WebSocketLink::never_carried(LoopSlot* slot) {
 
 void WebSocketLink::wake() {
     if (const std::shared_ptr<Owner> session = owner_.lock()) session->link_output();
+}
+
+void WebSocketLink::topic_gap(std::string_view topic) {
+    try {
+        inbox_->post([self = shared_from_this(), name = std::string(topic)] {
+            if (const std::shared_ptr<Owner> session = self->owner_.lock()) session->topic_gap(name);
+        });
+    } catch (const std::bad_alloc&) {
+        // Untold: without memory for a line of text, the conversation has bigger troubles.
+    }
 }
 
 int WebSocketLink::close(unsigned code, std::string_view reason) noexcept {

@@ -36,6 +36,8 @@ public:
     public:
         /// Bytes (or the handler's close) wait in the outbox.
         virtual void link_output() = 0;
+        /// `topic`, which the conversation subscribes to, lost messages for good across hosts.
+        virtual void topic_gap(std::string_view topic) = 0;
 
     protected:
         ~Owner() = default;
@@ -76,6 +78,8 @@ public:
     int put_frame(std::string_view frame, bool& poke) noexcept;
     /// On the loop: the session takes what waits (after put_frame said to poke).
     void wake();
+    /// From any thread: `topic` lost messages for good (--cluster); the conversation is told on its loop.
+    void topic_gap(std::string_view topic);
     /// From any thread: the same, through the loop's inbox.
     void wake_later() { poke(); }
     LoopInbox& inbox() const { return *inbox_; }

@@ -186,6 +186,24 @@ void WebSocketConversation::link_output() {
     push();
 }
 
+void WebSocketConversation::topic_gap(std::string_view topic) {
+    if (!carrier_ || told_ || close_sent_) return;
+    const std::shared_ptr<WebSocketConversation> keep = shared_from_this();
+    const csp_ws_callbacks& callbacks = link_->callbacks();
+    if (!callbacks.on_topic_gap) {
+        // A handler that cannot hear of it: the client reconnects and reloads (never silence).
+        begin_close(ws::kServiceRestart, "service restart");
+        return;
+    }
+    if (loop_.slot) bump(loop_.slot->ws_gaps_told);
+    if (!run_callback("WebSocket on_topic_gap", [&] {
+            callbacks.on_topic_gap(link_->handle(), topic.data(), topic.size(), callbacks.user_data);
+        })) {
+        fail(ws::kInternalError, "the handler's on_topic_gap threw");
+        push();
+    }
+}
+
 void WebSocketConversation::sent() {
     if (!carrier_ || told_ || !link_->room(0)) return;
     const std::shared_ptr<WebSocketConversation> keep = shared_from_this();

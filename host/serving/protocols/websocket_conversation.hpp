@@ -65,6 +65,8 @@ public:
     bool ending() const { return close_after_write_; }
 
     void link_output() override;
+    /// A subscribed topic lost messages across hosts: the handler's on_topic_gap, or 1012 without one.
+    void topic_gap(std::string_view topic) override;
 
     const WebSocketLink& link() const { return *link_; }
 

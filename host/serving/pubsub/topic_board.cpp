@@ -21,13 +21,18 @@ int TopicBoard::subscribe(std::string_view topic, std::shared_ptr<WebSocketLink>
         std::string name(topic);
         if (std::find(link->topics.begin(), link->topics.end(), name) != link->topics.end()) return 0;
         auto& subscribers = topics_[name];
+        const bool first = subscribers.empty();
         subscribers.push_back(link);
         try {
             link->topics.push_back(std::move(name));
         } catch (const std::bad_alloc&) {
             subscribers.pop_back();
+            if (first) topics_.erase(std::string(topic));
             throw;
         }
+        // Under the lock: the master hears this process's firsts and lasts in the order they came.
+        if (first)
+            if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) relay->interest(topic, true);
         return 0;
     } catch (const std::bad_alloc&) {
         return -1;
@@ -45,7 +50,10 @@ int TopicBoard::unsubscribe(std::string_view topic, WebSocketLink& link) noexcep
     subscribers.erase(std::remove_if(subscribers.begin(), subscribers.end(),
                                      [&](const std::shared_ptr<WebSocketLink>& s) { return s.get() == &link; }),
                       subscribers.end());
-    if (subscribers.empty()) topics_.erase(it);
+    if (subscribers.empty()) {
+        topics_.erase(it);
+        last_gone(topic);
+    }
     return 0;
 }
 
@@ -62,22 +70,52 @@ void TopicBoard::leave_all(WebSocketLink& link) noexcept {
                 subscribers.erase(s);
                 break;
             }
-        if (subscribers.empty()) topics_.erase(it);
+        if (subscribers.empty()) {
+            topics_.erase(it);
+            last_gone(name);
+        }
     }
     link.topics.clear();
     link.left_topics = true;
 }
 
-int TopicBoard::publish(std::string_view topic, std::string_view data, bool binary) noexcept {
-    if (data.size() > max_message_) return -1;
+void TopicBoard::last_gone(std::string_view topic) noexcept {
     if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) {
         try {
-            if (!relay->forward(topic, data, binary)) return -1;
+            relay->interest(topic, false);
+        } catch (const std::bad_alloc&) {
+            // The master keeps the topic: it costs this host messages it drops, never one it needs.
+        }
+    }
+}
+
+int TopicBoard::publish(std::string_view topic, std::string_view data, bool binary) noexcept {
+    if (data.size() > max_message_) return -1;
+    bool crosses = true;
+    if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) {
+        // Past --cluster-queue the message stays on this host: the handler hears CSP_AGAIN.
+        crosses = relay->cluster_has_room(data.size());
+        try {
+            if (!relay->forward(topic, data, binary, !crosses)) return -1;
         } catch (const std::bad_alloc&) {
             return -1;
         }
     }
-    return deliver_here(topic, data, binary);
+    const int here = deliver_here(topic, data, binary);
+    return here == 0 && !crosses ? CSP_AGAIN : here;
+}
+
+void TopicBoard::gap_here(std::string_view topic) noexcept {
+    std::vector<std::shared_ptr<WebSocketLink>> subscribers;
+    try {
+        std::lock_guard lock(mutex_);
+        const auto it = topics_.find(std::string(topic));
+        if (it == topics_.end()) return;
+        subscribers = it->second;
+    } catch (const std::bad_alloc&) {
+        return;
+    }
+    for (auto& link : subscribers) link->topic_gap(topic);
 }
 
 int TopicBoard::deliver_here(std::string_view topic, std::string_view data, bool binary) noexcept {

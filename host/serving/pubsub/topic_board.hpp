@@ -4,7 +4,8 @@
 // sends outside it, so one slow topic does not hold the others.
 //
 // One per process (the handler layer reaches it as its Publisher); a TopicRelay carries its
-// publishes to the other workers and theirs to it.
+// publishes to the other workers and theirs to it, and with --cluster to and from other hosts
+// through the master, which hears each topic's first subscriber and last one here.
 #pragma once
 
 #include "handler/websocket_channel.hpp"
@@ -38,6 +39,9 @@ public:
     int publish(std::string_view topic, std::string_view data, bool binary) noexcept override;
     /// To this worker's subscribers only (what the relay brings from the others).
     int deliver_here(std::string_view topic, std::string_view data, bool binary) noexcept;
+    /// Messages of `topic` were lost for good across hosts (the master says): each of this
+    /// worker's subscribers is told (on_topic_gap, or closed with 1012).
+    void gap_here(std::string_view topic) noexcept;
     /// What carries publishes to the other workers (null: none; set before serving, cleared after).
     void set_relay(TopicRelay* relay) { relay_.store(relay, std::memory_order_release); }
 
@@ -47,6 +51,9 @@ public:
     std::size_t subscriptions() const;
 
 private:
+    /// A topic's last subscriber here went (under the lock): the master hears it (--cluster).
+    void last_gone(std::string_view topic) noexcept;
+
     mutable std::mutex mutex_;
     std::unordered_map<std::string, std::vector<std::shared_ptr<WebSocketLink>>> topics_;
     std::size_t max_message_ = 1024 * 1024;

@@ -27,7 +27,7 @@ struct ChunkHead {
     std::uint32_t offset;  // where this chunk's data begins in the message
     std::uint16_t topic_size;
     std::uint8_t binary;
-    std::uint8_t reserved;
+    std::uint8_t kind;  // TopicRelay::Kind
 };
 
 /// Worker `index`'s socket name: two per index (`bank` 0 or 1), so that a worker's successor, started
@@ -35,8 +35,8 @@ struct ChunkHead {
 sockaddr_un address_of(pid_t master, unsigned index, unsigned bank, socklen_t& length) {
     sockaddr_un where{};
     where.sun_family = AF_UNIX;
-    const std::string name =
-        "cspd-" + std::to_string(master) + "-topics-" + std::to_string(index) + (bank ? "b" : "a");
+    const std::string name = "cspd-" + std::to_string(master) + "-topics-" +
+                             (index == TopicRelay::kMaster ? std::string("m") : std::to_string(index) + (bank ? "b" : "a"));
     // Abstract: a leading NUL, no file to leave behind or to guard.
     std::memcpy(where.sun_path + 1, name.data(), name.size());
     length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
@@ -54,8 +54,10 @@ pid_t parent_of(pid_t pid) {
 
 }  // namespace
 
-TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver deliver)
-    : master_(master), index_(index), workers_(workers), deliver_(std::move(deliver)) {
+TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Deliver deliver, Gap gap,
+                       Interest interest)
+    : master_(master), index_(index), workers_(workers), cluster_(cluster), deliver_(std::move(deliver)),
+      gap_(std::move(gap)), interest_(std::move(interest)) {
     socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (socket_ < 0) throw std::system_error(errno, std::system_category(), "topic relay socket");
     const int on = 1;
@@ -73,14 +75,14 @@ TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver d
         socklen_t length = 0;
         const sockaddr_un mine = address_of(master_, index_, bank_ = attempt % 2, length);
         if (::bind(socket_, reinterpret_cast<const sockaddr*>(&mine), length) == 0) break;
-        if (errno != EADDRINUSE || attempt == 200) {
+        if (errno != EADDRINUSE || attempt == 200 || index_ == kMaster) {
             const int error = errno;
             ::close(socket_);
             throw std::system_error(error, std::system_category(), "topic relay bind");
         }
         if (attempt % 2) ::usleep(100'000);
     }
-    stalled_until_.resize(2 * std::size_t(workers_));
+    stalled_until_.resize(2 * std::size_t(workers_) + 1);
     sender_ = std::thread([this] { send_loop(); });
     receiver_ = std::thread([this] { receive_loop(); });
 }
@@ -96,14 +98,30 @@ TopicRelay::~TopicRelay() {
     ::close(socket_);
 }
 
-bool TopicRelay::forward(std::string_view topic, std::string_view data, bool binary) {
+bool TopicRelay::forward(std::string_view topic, std::string_view data, bool binary, bool here_only) {
+    const bool to_master = cluster_ && !here_only && index_ != kMaster;
+    if (!to_master && index_ != kMaster && workers_ < 2) return true;  // nobody else to tell
+    return enqueue({std::string(topic), std::string(data), binary, Kind::message, true, to_master});
+}
+
+bool TopicRelay::interest(std::string_view topic, bool subscribed) {
+    if (!cluster_ || index_ == kMaster) return true;
+    return enqueue({std::string(topic), {}, false, subscribed ? Kind::subscribed : Kind::unsubscribed, false, true});
+}
+
+bool TopicRelay::gap(std::string_view topic) {
+    if (index_ != kMaster) return false;
+    return enqueue({std::string(topic), {}, false, Kind::gap, true, false});
+}
+
+bool TopicRelay::enqueue(Message message) {
     std::lock_guard lock(mutex_);
-    if (queued_bytes_ + data.size() > kMaxQueued) {
+    if (queued_bytes_ + message.data.size() > kMaxQueued) {
         lost_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    queue_.push_back({std::string(topic), std::string(data), binary});
-    queued_bytes_ += data.size();
+    queued_bytes_ += message.data.size();
+    queue_.push_back(std::move(message));
     wake_.notify_one();
     return true;
 }
@@ -125,50 +143,64 @@ void TopicRelay::send_loop() {
 
 void TopicRelay::send_to_all(const Message& message) {
     const std::uint64_t id = next_id_++;
-    std::string datagram;
     const auto now = std::chrono::steady_clock::now();
-    for (unsigned target = 0; target < 2 * workers_; ++target) {
-        const unsigned peer = target / 2, bank = target % 2;
-        if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
-        if (now < stalled_until_[target]) {
-            lost_.fetch_add(1, std::memory_order_relaxed);
-            continue;
+    if (message.to_workers)
+        for (unsigned target = 0; target < 2 * workers_; ++target) {
+            const unsigned peer = target / 2, bank = target % 2;
+            if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
+            send_to(target, message, id, now);
         }
-        socklen_t length = 0;
-        const sockaddr_un where = address_of(master_, peer, bank, length);
-        std::size_t offset = 0;
+    if (message.to_master && index_ != kMaster) send_to(2 * workers_, message, id, now);
+}
+
+bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t id,
+                         std::chrono::steady_clock::time_point now) {
+    const bool master = target == 2 * workers_;
+    if (now < stalled_until_[target]) {
+        lost_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    socklen_t length = 0;
+    const sockaddr_un where = address_of(master_, master ? kMaster : target / 2, target % 2, length);
+    std::string datagram;
+    std::size_t offset = 0;
+    do {
+        const std::size_t piece = std::min(kChunk, message.data.size() - offset);
+        const ChunkHead head{kMagic,
+                             static_cast<std::uint32_t>(message.data.size()),
+                             id,
+                             static_cast<std::uint32_t>(offset),
+                             static_cast<std::uint16_t>(message.topic.size()),
+                             static_cast<std::uint8_t>(message.binary),
+                             static_cast<std::uint8_t>(message.kind)};
+        datagram.assign(reinterpret_cast<const char*>(&head), sizeof head);
+        datagram.append(message.topic).append(message.data, offset, piece);
+        ssize_t sent;
         do {
-            const std::size_t piece = std::min(kChunk, message.data.size() - offset);
-            const ChunkHead head{kMagic,
-                                 static_cast<std::uint32_t>(message.data.size()),
-                                 id,
-                                 static_cast<std::uint32_t>(offset),
-                                 static_cast<std::uint16_t>(message.topic.size()),
-                                 static_cast<std::uint8_t>(message.binary),
-                                 0};
-            datagram.assign(reinterpret_cast<const char*>(&head), sizeof head);
-            datagram.append(message.topic).append(message.data, offset, piece);
-            ssize_t sent;
-            do {
-                sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
-                                length);
-            } while (sent < 0 && errno == EINTR);
-            if (sent < 0) {
-                // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
-                // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
-                // stalled worker does not hold up the others' messages.
-                if (errno != ECONNREFUSED) {
-                    lost_.fetch_add(1, std::memory_order_relaxed);
-                    stalled_until_[target] = now + std::chrono::seconds(1);
+            sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
+                            length);
+        } while (sent < 0 && errno == EINTR);
+        if (sent < 0) {
+            // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
+            // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
+            // stalled process does not hold up the others' messages.
+            if (errno != ECONNREFUSED) {
+                lost_.fetch_add(1, std::memory_order_relaxed);
+                stalled_until_[target] = now + std::chrono::seconds(1);
+                if (master)
+                    spdlog::warn("topics: the master is not reading ({}); what is published in the next second does "
+                                 "not reach other hosts",
+                                 std::strerror(errno));
+                else
                     spdlog::warn("topics: worker {} is not reading ({}); what is published in the next second is "
                                  "lost for its subscribers",
-                                 peer, std::strerror(errno));
-                }
-                break;
+                                 target / 2, std::strerror(errno));
             }
-            offset += piece;
-        } while (offset < message.data.size());
-    }
+            return false;
+        }
+        offset += piece;
+    } while (offset < message.data.size());
+    return true;
 }
 
 void TopicRelay::receive_loop() {
@@ -193,13 +225,15 @@ void TopicRelay::receive_loop() {
         if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS) continue;
         ucred who;
         std::memcpy(&who, CMSG_DATA(c), sizeof who);
-        if (!trusted(who.pid, who.uid)) continue;
+        if (!trusted(who.pid)) continue;
         receive_one(buffer.data(), static_cast<std::size_t>(got), who.pid);
     }
 }
 
-bool TopicRelay::trusted(pid_t sender, uid_t uid) {
-    if (uid != ::geteuid()) return false;
+bool TopicRelay::trusted(pid_t sender) {
+    // The master, or a process it started (a worker): workers may run as another account than the
+    // master, so the sender's pid, which the kernel vouches for, is what is checked.
+    if (sender == master_) return true;
     const auto known = verdicts_.find(sender);
     if (known != verdicts_.end()) return known->second;
     if (verdicts_.size() > 1024) verdicts_.clear();  // pids of workers long gone
@@ -216,6 +250,17 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
     if (head.magic != kMagic || size < sizeof head + head.topic_size) return;
     const std::string_view topic(bytes + sizeof head, head.topic_size);
     const std::string_view piece(bytes + sizeof head + head.topic_size, size - sizeof head - head.topic_size);
+    switch (static_cast<Kind>(head.kind)) {
+    case Kind::message: break;
+    case Kind::subscribed:
+    case Kind::unsubscribed:
+        if (index_ == kMaster && interest_) interest_(sender, topic, static_cast<Kind>(head.kind) == Kind::subscribed);
+        return;
+    case Kind::gap:
+        if (sender == master_ && index_ != kMaster && gap_) gap_(topic);  // only the master knows of gaps
+        return;
+    default: return;
+    }
     if (head.offset == 0 && piece.size() == head.total) {
         deliver_(topic, piece, head.binary != 0);  // the usual case: one datagram
         return;

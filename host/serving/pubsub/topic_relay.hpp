@@ -7,11 +7,16 @@
 // datagrams from one socket arrive whole and in order, and one thread sends them: the messages of
 // one publisher reach every worker in the order they were published.
 //
-// Only processes of the same user whose parent is the master are heard (SCM_CREDENTIALS): another
-// local account cannot publish into the server's topics. A worker that is restarting misses what
-// is published meanwhile. A send waits up to 200 ms for a busy worker to read; one that does not is
-// passed over for a second and loses what is published then (counted and logged), rather than
-// holding up the others.
+// With --cluster the master holds one too (the host's link to Redis): a worker's publishes go to
+// it as well, and so do the topics the worker's conversations subscribe to (its first subscriber
+// came, its last went); the master sends what other hosts published, and a topic's gap (messages
+// lost for good), to every worker.
+//
+// Only the master and processes whose parent is the master are heard (SCM_CREDENTIALS, which the
+// kernel vouches for): no other local process can publish into the server's topics, and only the
+// master can say a gap. A worker that is restarting misses what is published meanwhile. A send
+// waits up to 200 ms for a busy worker to read; one that does not is passed over for a second and
+// loses what is published then (counted and logged), rather than holding up the others.
 #pragma once
 
 #include <sys/types.h>
@@ -34,31 +39,60 @@ namespace cspd {
 
 class TopicRelay {
 public:
-    /// What a message from another worker is handed to (the TopicBoard's own subscribers).
+    /// What a message from another process is handed to (a worker: the TopicBoard's own
+    /// subscribers; the master: the cluster link).
     using Deliver = std::function<void(std::string_view topic, std::string_view data, bool binary)>;
+    /// A worker: the master says `topic` lost messages for good. The master: worker `pid` has a
+    /// first subscriber to `topic` (`subscribed`), or lost its last.
+    using Gap = std::function<void(std::string_view topic)>;
+    using Interest = std::function<void(pid_t worker, std::string_view topic, bool subscribed)>;
+
+    /// The master's index.
+    static constexpr unsigned kMaster = ~0u;
 
     /// The largest piece of a message in one datagram.
     static constexpr std::size_t kChunk = 48 * 1024;
     /// Publishes waiting to be sent to the other workers, in bytes; past it they are dropped (logged).
     static constexpr std::size_t kMaxQueued = 64 * 1024 * 1024;
 
-    /// Worker `index` of `workers` under master `master`: binds its socket and starts its threads.
-    /// Throws if the socket cannot be made.
-    TopicRelay(pid_t master, unsigned index, unsigned workers, Deliver deliver);
+    /// Worker `index` (or kMaster) of `workers` under master `master`: binds its socket and starts
+    /// its threads. `cluster`: the master holds a relay too (--cluster). Throws if the socket
+    /// cannot be made.
+    TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Deliver deliver, Gap gap = {},
+               Interest interest = {});
     ~TopicRelay();
     TopicRelay(const TopicRelay&) = delete;
     TopicRelay& operator=(const TopicRelay&) = delete;
 
-    /// Queues one published message for the other workers; false if the queue is full.
-    bool forward(std::string_view topic, std::string_view data, bool binary);
+    /// Queues one published message for the other workers, and for the master unless `here_only`
+    /// (a worker's, with --cluster); false if the queue is full.
+    bool forward(std::string_view topic, std::string_view data, bool binary, bool here_only = false);
+    /// A worker's first subscriber to `topic` came, or its last went: told to the master (--cluster).
+    bool interest(std::string_view topic, bool subscribed);
+    /// The master: `topic` lost messages for good, told to every worker.
+    bool gap(std::string_view topic);
+    /// The master's publishes waiting for Redis, and their bound: past it a worker's publish stays
+    /// on this host (csp_publish says CSP_AGAIN). Null: no bound (no --cluster).
+    void watch_cluster_queue(const std::atomic<std::uint64_t>* queued, std::uint64_t bound) {
+        cluster_queue_ = queued;
+        cluster_bound_ = bound;
+    }
+    /// Would a message of `bytes` still fit the cluster's queue?
+    bool cluster_has_room(std::size_t bytes) const {
+        return !cluster_queue_ || cluster_queue_->load(std::memory_order_relaxed) + bytes <= cluster_bound_;
+    }
 
     /// Messages the other workers could not be sent (a worker not reading), and ones refused here.
     std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
 
 private:
+    /// What a datagram carries (ChunkHead::kind).
+    enum class Kind : std::uint8_t { message, subscribed, unsubscribed, gap };
     struct Message {
         std::string topic, data;
         bool binary;
+        Kind kind;
+        bool to_workers, to_master;
     };
     struct Partial {
         std::uint64_t id = 0;
@@ -67,15 +101,23 @@ private:
     };
     void send_loop();
     void receive_loop();
+    bool enqueue(Message message);
     void send_to_all(const Message& message);
+    /// False when `target` was passed over (not reading).
+    bool send_to(unsigned target, const Message& message, std::uint64_t id, std::chrono::steady_clock::time_point now);
     void receive_one(const char* bytes, std::size_t size, pid_t sender);
-    bool trusted(pid_t sender, uid_t uid);
+    bool trusted(pid_t sender);
 
     const pid_t master_;
     const unsigned index_;
     const unsigned workers_;
     unsigned bank_ = 0;  // which of its index's two names this process holds
+    const bool cluster_;
     Deliver deliver_;
+    Gap gap_;
+    Interest interest_;
+    const std::atomic<std::uint64_t>* cluster_queue_ = nullptr;
+    std::uint64_t cluster_bound_ = 0;
     int socket_ = -1;
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -83,7 +125,7 @@ private:
     std::size_t queued_bytes_ = 0;
     bool stopping_ = false;
     std::uint64_t next_id_ = 1;  // send thread only
-    std::vector<std::chrono::steady_clock::time_point> stalled_until_;  // send thread only: by target
+    std::vector<std::chrono::steady_clock::time_point> stalled_until_;  // send thread only: by target (the master last)
     std::unordered_map<pid_t, Partial> partial_;  // receive thread only: messages coming in pieces
     std::unordered_map<pid_t, bool> verdicts_;     // receive thread only: senders checked
     std::atomic<std::uint64_t> lost_{0};

@@ -9,8 +9,8 @@
  * and sub-paths; 2.1 added streamed replies (csp_reply_stream); 2.2 added form arguments,
  * iteration over arguments and headers, cookies, request ids, logging and the store shared
  * by all workers; 2.3 added CSP_ABORT_NO_BODY and CSP_KV_QUOTA; 2.4 added WebSockets (csp_ws_*)
- * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress and csp_limit
- * (with csp_reply_too_many). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress, csp_limit
+ * (with csp_reply_too_many) and on_topic_gap (topics across hosts, --cluster). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
  * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
@@ -677,6 +677,13 @@ struct csp_ws_callbacks {
     /* The connection has room again after a send on a loop returned CSP_AGAIN. Optional. */
     void (*on_writable)(csp_ws *ws, void *user_data);
     void *user_data;
+    /* 2.5: messages published to `topic` (one this conversation subscribes to) were lost for good
+     * on their way from other hosts (--cluster: a cut longer than the topic's history, or a Redis
+     * that lost its data). The conversation goes on with the messages after them; reload what the
+     * client shows from the source of truth. `topic` is valid during the call. Optional: without
+     * it, or from a handler built before 2.5, the host closes the conversation with 1012 ("service
+     * restart"), which tells the client to reconnect and reload. Never silence. */
+    void (*on_topic_gap)(csp_ws *ws, const char *topic, size_t topic_size, void *user_data);
 };
 
 /* Accepts the request as a WebSocket (RFC 6455 over HTTP/1.1, on the plain and the TLS port): after

@@ -27,6 +27,9 @@ public:
         std::function<void(websocket ws, std::string_view data, bool binary)> on_message = {};
         std::function<void(websocket ws, int code, std::string_view reason)> on_close = {};
         std::function<void(websocket ws)> on_writable = {};
+        /// 2.5: the topic lost messages across hosts (csp_ws_callbacks::on_topic_gap). Left empty,
+        /// the host closes the conversation with 1012 instead.
+        std::function<void(websocket ws, std::string_view topic)> on_topic_gap = {};
     };
 
     websocket() = default;
@@ -37,7 +40,8 @@ public:
     static websocket accept(const request& req, reply& r, handlers h, std::string_view protocol = {}) {
         auto* kept = new handlers(std::move(h));
         const csp_ws_callbacks callbacks = {sizeof(csp_ws_callbacks), &message_trampoline, &close_trampoline,
-                                            &writable_trampoline, kept};
+                                            &writable_trampoline, kept,
+                                            kept->on_topic_gap ? &topic_gap_trampoline : nullptr};
         csp_ws* ws = req.raw()->api->ws_accept(req.raw(), r.raw(), &callbacks, protocol.data(), protocol.size());
         if (!ws) delete kept;
         return websocket(ws);
@@ -75,6 +79,10 @@ private:
         auto* h = static_cast<handlers*>(user_data);
         if (h->on_message)
             h->on_message(websocket(ws), std::string_view(static_cast<const char*>(data), size), binary != 0);
+    }
+    static void topic_gap_trampoline(csp_ws* ws, const char* topic, size_t topic_size, void* user_data) {
+        auto* h = static_cast<handlers*>(user_data);
+        if (h->on_topic_gap) h->on_topic_gap(websocket(ws), std::string_view(topic, topic_size));
     }
     static void writable_trampoline(csp_ws* ws, void* user_data) {
         auto* h = static_cast<handlers*>(user_data);

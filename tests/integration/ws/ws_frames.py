@@ -867,7 +867,7 @@ def _():
     return "1000"
 
 
-for code in (1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 3999, 4000, 4999):
+for code in (1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 3999, 4000, 4999):
     @case("close.valid_code_%d_echoed" % code)
     def _(code=code):
         c = Conn()
@@ -877,7 +877,7 @@ for code in (1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 3999, 4
         c.expect_eof()
         return "%d" % code
 
-for code in (0, 999, 1004, 1005, 1006, 1012, 1013, 1014, 1015, 1016, 1100, 2000, 2999, 5000, 65535):
+for code in (0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535):
     fail_case("close.invalid_code_%d_1002" % code, lambda c, code=code: [c.frame(CLOSE, close_payload(code))], 1002)
 fail_case("close.one_byte_payload_1002", lambda c: [c.frame(CLOSE, b"\x03")], 1002)
 fail_case("close.reason_not_utf8_1007", lambda c: [c.frame(CLOSE, close_payload(1000, b"\xff\xfe"))], 1007)

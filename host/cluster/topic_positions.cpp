@@ -1,0 +1,151 @@
+#include "cluster/topic_positions.hpp"
+
+namespace cspd {
+
+void TopicPositions::add(std::string_view topic) { places_.try_emplace(std::string(topic)); }
+
+void TopicPositions::remove(std::string_view topic) { places_.erase(std::string(topic)); }
+
+void TopicPositions::subscribed(std::string_view topic, Actions& actions) {
+    const auto it = places_.find(std::string(topic));
+    if (it == places_.end()) return;
+    Place& place = it->second;
+    if (place.known)
+        begin_recovery(topic, place, place.id.empty(), actions);
+    else
+        actions.ask_start(topic);
+}
+
+void TopicPositions::started(std::string_view topic, std::string_view epoch, std::uint64_t offset) {
+    const auto it = places_.find(std::string(topic));
+    if (it == places_.end() || it->second.known) return;  // a live message set it already
+    Place& place = it->second;
+    place.known = true;
+    place.epoch = epoch;
+    place.offset = offset;
+    place.id.clear();
+}
+
+void TopicPositions::live(std::string_view topic, const ClusterMessage& message, Actions& actions) {
+    const auto it = places_.find(std::string(topic));
+    if (it == places_.end()) return;  // unsubscribed meanwhile
+    Place& place = it->second;
+    if (place.recovering || !take(topic, place, message, actions)) hold(place, message);
+}
+
+bool TopicPositions::take(std::string_view topic, Place& place, const ClusterMessage& message, Actions& actions) {
+    if (place.known && message.epoch != place.epoch) {
+        // A new history that began while this host listened (the last one expired, idle): nothing
+        // was missed. Otherwise read it from its start to see what was.
+        if (place.cut_since || message.offset != 1) {
+            begin_recovery(topic, place, true, actions);
+            return false;
+        }
+    } else if (place.known) {
+        if (message.offset <= place.offset) return true;  // had it (a recovery delivered it first)
+        if (message.offset != place.offset + 1) {
+            begin_recovery(topic, place, place.id.empty(), actions);
+            return false;
+        }
+    }
+    if (message.origin != origin_) actions.deliver(topic, message);
+    advance(place, message);
+    return true;
+}
+
+void TopicPositions::recovered(std::string_view topic, std::string_view epoch, std::uint64_t last_offset,
+                               std::span<const ClusterMessage> entries, bool more, Actions& actions) {
+    const auto it = places_.find(std::string(topic));
+    if (it == places_.end() || !it->second.recovering) return;  // unsubscribed, or asked before a cut
+    Place& place = it->second;
+    if (epoch != place.epoch) {
+        // Another history: the entry ids asked after are the old one's. Read the new one whole.
+        if (!place.asked_from_start) {
+            begin_recovery(topic, place, true, actions);
+            return;
+        }
+        // Lost: the new history's beginning (trimmed already), or the old one's end, unless this
+        // host listened throughout (it had that end live) or the old one was empty.
+        const bool whole = entries.empty() ? last_offset == 0 : entries.front().offset == 1;
+        if (!whole || (place.cut_since && !place.epoch.empty())) say_gap(topic, actions);
+        place.epoch = epoch;
+        place.offset = 0;
+        place.id.clear();
+        place.known = true;
+    } else if (!entries.empty() ? entries.front().offset > place.offset + 1 : last_offset > place.offset && !more) {
+        say_gap(topic, actions);  // the history was trimmed past this host's place
+    }
+    for (const ClusterMessage& entry : entries) {
+        if (entry.offset <= place.offset) continue;
+        if (entry.origin != origin_) {
+            actions.deliver(topic, entry);
+            ++recovered_;
+        }
+        advance(place, entry);
+    }
+    if (entries.empty() && last_offset > place.offset) {
+        place.offset = last_offset;  // what was trimmed is gone; ids after it are unknown
+        place.id.clear();
+    }
+    if (more && !entries.empty()) {
+        place.asked_from_start = false;
+        actions.recover(topic, place.id);
+        return;
+    }
+    place.recovering = false;
+    place.cut_since = false;
+    release_held(topic, place, actions);
+}
+
+void TopicPositions::link_lost() {
+    for (auto& [name, place] : places_) {
+        if (place.known) place.cut_since = true;
+        place.recovering = false;  // what was asked died with the connection
+    }
+}
+
+void TopicPositions::advance(Place& place, const ClusterMessage& message) {
+    place.known = true;
+    if (place.epoch != message.epoch) place.epoch = message.epoch;
+    place.offset = message.offset;
+    place.id = message.id;
+}
+
+void TopicPositions::begin_recovery(std::string_view topic, Place& place, bool from_start, Actions& actions) {
+    place.recovering = true;
+    place.asked_from_start = from_start;
+    actions.recover(topic, from_start ? std::string_view() : std::string_view(place.id));
+}
+
+void TopicPositions::hold(Place& place, const ClusterMessage& message) {
+    if (place.held.size() >= kMaxHeld || place.held_bytes + message.data.size() > kMaxHeldBytes) {
+        place.held_overflowed = true;  // read from the history instead, once this recovery ends
+        return;
+    }
+    place.held.push_back({std::string(message.epoch), std::string(message.id), std::string(message.origin),
+                          std::string(message.data), message.offset, message.binary});
+    place.held_bytes += message.data.size();
+}
+
+void TopicPositions::release_held(std::string_view topic, Place& place, Actions& actions) {
+    if (place.held_overflowed) {
+        place.held.clear();
+        place.held_bytes = 0;
+        place.held_overflowed = false;
+        begin_recovery(topic, place, place.id.empty(), actions);
+        return;
+    }
+    while (!place.held.empty()) {
+        const Held& next = place.held.front();
+        if (!take(topic, place, next.view(), actions)) return;  // it stays first: another recovery began
+        place.held_bytes -= next.data.size();
+        place.held.pop_front();
+    }
+}
+
+void TopicPositions::say_gap(std::string_view topic, Actions& actions) {
+    ++gaps_;
+    actions.gap(topic);
+}
+
+}  // namespace cspd
