@@ -1,10 +1,13 @@
 // A chat room at /csp/chat: GET it in a browser for the page; the page opens a WebSocket to the
 // same URL, and every text message any client sends reaches every client in the room -- the sender
-// too -- whichever worker process holds its connection (a topic, "chat", carries it across them).
-// Each newcomer is told which worker it reached.
+// too -- whichever worker process holds its connection (a topic, "chat", carries it across them),
+// and with --cluster whichever host. Each newcomer is told which worker (and process) it reached.
+// Lines lost on their way from another host (a long cut from Redis) are said in the room.
 //
 //   c++ -std=c++20 -O2 -shared -fPIC -fvisibility=hidden -fno-gnu-unique -I sdk/include examples/chat.cpp -o handlers/chat.so
 #include <csp/csp.hpp>
+
+#include <unistd.h>
 
 #include <string>
 
@@ -63,10 +66,14 @@ int chat(const csp::request& req, csp::reply& reply) {
             if (binary || text.size() > kMaxLine) return;  // the room takes lines of text
             from.publish(kRoom, text);                   // to everyone, on every worker, the sender too
         },
+        // --cluster: lines were lost for good on their way from another host; say so.
+        .on_topic_gap = [](csp::websocket to, std::string_view) {
+            to.send("(some lines were lost on their way from another server)");
+        },
     });
     if (ws) {
         ws.subscribe(kRoom);
-        ws.send("worker " + std::to_string(g_worker));
+        ws.send("worker " + std::to_string(g_worker) + " pid " + std::to_string(::getpid()));
         return CSP_WS_ACCEPTED;
     }
     if (req.header("upgrade")) return csp::websocket::refuse(req, reply);

@@ -55,8 +55,9 @@ std::uint64_t number_of(const resp::Value& value) {
 }  // namespace
 
 struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context& context, ClusterOptions opts, Deliver on_deliver, Gap on_gap)
+    Impl(asio::io_context& context, ClusterOptions opts, Deliver on_deliver, Gap on_gap, Settled on_settled)
         : io(context), options(std::move(opts)), deliver_fn(std::move(on_deliver)), gap_fn(std::move(on_gap)),
+          settled_fn(std::move(on_settled)),
           origin(random_origin()), positions(origin), retry(context), ping(context) {}
 
     struct Pending {
@@ -64,12 +65,14 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
         bool binary;
         std::uint64_t sequence;
         Clock::time_point at;
+        std::uint64_t cookie;
     };
 
     asio::io_context& io;
     ClusterOptions options;
     Deliver deliver_fn;
     Gap gap_fn;
+    Settled settled_fn;
     std::string origin;  // this host, in what it publishes
     TopicPositions positions;
     asio::steady_timer retry, ping;
@@ -227,20 +230,22 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
         } else if (number_of(reply) > 0) {
             ++counts.published;
         }
-        queued_bytes -= queue.front().data.size();
+        const Pending done = std::move(queue.front());
+        queued_bytes -= done.data.size();
         queue.pop_front();
         --sent;
+        if (settled_fn) settled_fn(done.cookie, done.data.size());
         send_queued();
     }
 
-    bool publish(std::string_view topic, std::string_view data, bool binary) {
-        if (queued_bytes + data.size() > options.queue_bytes) {
+    bool publish(std::string_view topic, std::string_view data, bool binary, std::uint64_t cookie) {
+        if (queued_bytes > 0 && queued_bytes + data.size() > 2 * options.queue_bytes) {
             ++counts.refused;
-            log_error("the queue of publishes waiting for Redis is full (--cluster-queue " +
+            log_error("the queue of publishes waiting for Redis holds twice --cluster-queue (" +
                       std::to_string(options.queue_bytes) + " bytes): a publish reaches this host only");
             return false;
         }
-        queue.push_back({std::string(topic), std::string(data), binary, next_sequence++, Clock::now()});
+        queue.push_back({std::string(topic), std::string(data), binary, next_sequence++, Clock::now(), cookie});
         queued_bytes += data.size();
         send_queued();
         return true;
@@ -342,8 +347,8 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
     }
 };
 
-ClusterLink::ClusterLink(asio::io_context& io, ClusterOptions options, Deliver deliver, Gap gap)
-    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(deliver), std::move(gap))) {}
+ClusterLink::ClusterLink(asio::io_context& io, ClusterOptions options, Deliver deliver, Gap gap, Settled settled)
+    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(deliver), std::move(gap), std::move(settled))) {}
 
 ClusterLink::~ClusterLink() {
     ++impl_->generation;
@@ -358,8 +363,8 @@ void ClusterLink::start() {
     impl_->keep_pinging();
 }
 
-bool ClusterLink::publish(std::string_view topic, std::string_view data, bool binary) {
-    return impl_->publish(topic, data, binary);
+bool ClusterLink::publish(std::string_view topic, std::string_view data, bool binary, std::uint64_t cookie) {
+    return impl_->publish(topic, data, binary, cookie);
 }
 
 void ClusterLink::want(std::string_view topic) { impl_->want(topic); }

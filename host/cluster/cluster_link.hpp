@@ -4,9 +4,11 @@
 // in once, and goes to the workers. Two connections: one for commands, one for the subscriptions
 // (a subscribed connection takes no other command).
 //
-// Never silent: while Redis cannot be reached, publishes wait in a bounded queue (--cluster-queue)
-// and go in order once it is back (a publish sent twice is recorded once); past the bound they
-// are refused (the caller says CSP_AGAIN). After a cut each topic reads what it missed from its
+// Never silent: while Redis cannot be reached, publishes wait in a queue and go in order once it
+// is back (a publish sent twice is recorded once). The workers keep it to --cluster-queue (each
+// reserves a publish's bytes before sending it here, and csp_publish says CSP_AGAIN past it):
+// settled() gives the bytes back once Redis has answered. Here the queue is refused only past
+// twice the bound, a safety net against a worker that does not keep to it. After a cut each topic reads what it missed from its
 // stream (TopicPositions), and a gap is said where the stream no longer reaches back. Reconnects
 // back off from 100 ms to 5 s, and never give up.
 #pragma once
@@ -40,7 +42,7 @@ struct ClusterReport {
     std::uint64_t recovered = 0;   ///< of those, read from a topic's history after a cut
     std::uint64_t gaps = 0;        ///< times a topic's subscribers were told messages were lost
     std::uint64_t reconnects = 0;
-    std::uint64_t refused = 0;     ///< publishes refused: the queue was full
+    std::uint64_t refused = 0;     ///< publishes refused here: the queue held twice its bound
     std::uint64_t failed = 0;      ///< publishes Redis answered with an error (logged)
     std::uint64_t queue_bytes = 0;  ///< publishes waiting for Redis's answer
     std::uint64_t lag_ms = 0;      ///< how long the oldest of them has waited
@@ -51,8 +53,10 @@ class ClusterLink {
 public:
     using Deliver = std::function<void(std::string_view topic, std::string_view data, bool binary)>;
     using Gap = std::function<void(std::string_view topic)>;
+    /// Redis answered for the publish given `cookie` (recorded, or refused with an error, logged).
+    using Settled = std::function<void(std::uint64_t cookie, std::size_t bytes)>;
 
-    ClusterLink(boost::asio::io_context& io, ClusterOptions options, Deliver deliver, Gap gap);
+    ClusterLink(boost::asio::io_context& io, ClusterOptions options, Deliver deliver, Gap gap, Settled settled = {});
     ~ClusterLink();
     ClusterLink(const ClusterLink&) = delete;
     ClusterLink& operator=(const ClusterLink&) = delete;
@@ -60,8 +64,8 @@ public:
     /// Connects (and keeps connecting).
     void start();
     /// A message this host's workers published (and delivered here already): false when the queue
-    /// is full (it does not cross).
-    bool publish(std::string_view topic, std::string_view data, bool binary);
+    /// holds twice --cluster-queue (it does not cross; nothing is settled for it).
+    bool publish(std::string_view topic, std::string_view data, bool binary, std::uint64_t cookie = 0);
     /// This host's first subscriber to `topic` came; its last one went.
     void want(std::string_view topic);
     void unwant(std::string_view topic);

@@ -44,6 +44,8 @@ bool TopicPositions::take(std::string_view topic, Place& place, const ClusterMes
     } else if (place.known) {
         if (message.offset <= place.offset) return true;  // had it (a recovery delivered it first)
         if (message.offset != place.offset + 1) {
+            // Missed live: from here on this host did not hear everything, as after a cut.
+            place.cut_since = true;
             begin_recovery(topic, place, place.id.empty(), actions);
             return false;
         }
@@ -67,7 +69,13 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
         // Lost: the new history's beginning (trimmed already), or the old one's end, unless this
         // host listened throughout (it had that end live) or the old one was empty.
         const bool whole = entries.empty() ? last_offset == 0 : entries.front().offset == 1;
-        if (!whole || (place.cut_since && !place.epoch.empty())) say_gap(topic, actions);
+        // Held messages of the old history cannot be placed in the new one: gone with it.
+        const std::size_t held_before = place.held.size();
+        std::erase_if(place.held, [&](const Held& h) { return h.epoch != epoch; });
+        place.held_bytes = 0;
+        for (const Held& h : place.held) place.held_bytes += h.data.size();
+        if (!whole || (place.cut_since && !place.epoch.empty()) || place.held.size() != held_before)
+            say_gap(topic, actions);
         place.epoch = epoch;
         place.offset = 0;
         place.id.clear();
@@ -88,8 +96,10 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
         place.id.clear();
     }
     if (more && !entries.empty()) {
+        // After this page's last entry, not the place's id: a page holding only entries this host
+        // had (read from the start) leaves that id unchanged, maybe "", which would ask for it again.
         place.asked_from_start = false;
-        actions.recover(topic, place.id);
+        actions.recover(topic, entries.back().id);
         return;
     }
     place.recovering = false;
@@ -101,6 +111,11 @@ void TopicPositions::link_lost() {
     for (auto& [name, place] : places_) {
         if (place.known) place.cut_since = true;
         place.recovering = false;  // what was asked died with the connection
+        // Held messages are read from the history again; one of an epoch the recovery no longer
+        // finds would otherwise start a recovery from the start after every recovery, forever.
+        place.held.clear();
+        place.held_bytes = 0;
+        place.held_overflowed = false;
     }
 }
 

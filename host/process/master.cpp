@@ -81,7 +81,7 @@ public:
         wait_for_requests();
         wait_for_children();
         // Before the workers: their first publishes find the master's relay there.
-        if (config_.cluster) topics_.emplace(io_, *config_.cluster, config_.workers, stats_.cluster);
+        if (config_.cluster) topics_.emplace(io_, *config_.cluster, config_.workers, stats_);
         for (unsigned i = 0; i < workers_.size(); ++i) spawn(i);
         tick();
         io_.run();

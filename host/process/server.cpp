@@ -176,13 +176,14 @@ private:
         if (role_ && (config_.workers > 1 || config_.cluster)) {
             // Publishes reach the other workers' subscribers, and theirs reach this one's; with
             // --cluster, through the master, every other host's too.
-            relay_ = std::make_unique<TopicRelay>(
-                role_->master, role_->index, config_.workers, config_.cluster.has_value(),
-                [](std::string_view topic, std::string_view data, bool binary) {
-                    TopicBoard::instance().deliver_here(topic, data, binary);
-                },
-                [](std::string_view topic) { TopicBoard::instance().gap_here(topic); });
-            if (config_.cluster) relay_->watch_cluster_queue(&stats_.cluster.queue_bytes, config_.cluster->queue_bytes);
+            TopicRelay::Receivers receivers;
+            receivers.deliver = [](std::string_view topic, std::string_view data, bool binary) {
+                TopicBoard::instance().deliver_here(topic, data, binary);
+            };
+            receivers.gap = [](std::string_view topic) { TopicBoard::instance().gap_here(topic); };
+            relay_ = std::make_unique<TopicRelay>(role_->master, role_->index, config_.workers,
+                                                  config_.cluster.has_value(), std::move(receivers));
+            if (config_.cluster) relay_->bound_cluster_queue(stats_, first_slot_, config_.cluster->queue_bytes);
             TopicBoard::instance().set_relay(relay_.get());
         }
         for (unsigned t = 0; t < config_.threads; ++t) {

@@ -34,6 +34,7 @@ public:
             slot.handler_started_ns.store(0);
             slot.thread_id.store(0);
             slot.started_unix_ms.store(unix_now_ms());
+            slot.cluster_reserved.store(0);
         }
     }
     /// Its process died: no pid, no connections, no call running (its counters stay, as history).
@@ -43,6 +44,7 @@ public:
             first[t].pid.store(0);
             first[t].open_connections.store(0);
             first[t].handler_started_ns.store(0);
+            first[t].cluster_reserved.store(0);  // what it had on its way is settled by nobody now
         }
     }
 

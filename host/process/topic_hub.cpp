@@ -12,7 +12,7 @@
 namespace cspd {
 namespace asio = boost::asio;
 
-TopicHub::TopicHub(asio::io_context& io, const ClusterOptions& options, unsigned workers, ClusterStats& stats)
+TopicHub::TopicHub(asio::io_context& io, const ClusterOptions& options, unsigned workers, SharedStats& stats)
     : io_(io), stats_(stats),
       link_(
           io, options,
@@ -21,21 +21,30 @@ TopicHub::TopicHub(asio::io_context& io, const ClusterOptions& options, unsigned
           },
           [this](std::string_view topic) {
               if (relay_) relay_->gap(topic);
-          }) {
-    relay_ = std::make_unique<TopicRelay>(
-        ::getpid(), TopicRelay::kMaster, workers, true,
-        [this](std::string_view topic, std::string_view data, bool binary) {
-            asio::post(io_, [this, topic = std::string(topic), data = std::string(data), binary] {
-                link_.publish(topic, data, binary);
-                stats_.queue_bytes.store(link_.report().queue_bytes, std::memory_order_relaxed);
-            });
-        },
-        TopicRelay::Gap(),
-        [this](pid_t worker, std::string_view topic, bool subscribed) {
-            asio::post(io_, [this, worker, topic = std::string(topic), subscribed] { interest(worker, topic, subscribed); });
+          },
+          [this](std::uint64_t cookie, std::size_t bytes) { settle(cookie, bytes); }) {
+    TopicRelay::Receivers receivers;
+    receivers.published = [this](pid_t worker, unsigned slot, std::string_view topic, std::string_view data,
+                                 bool binary) {
+        const std::uint64_t cookie = std::uint64_t(std::uint32_t(worker)) << 16 | (slot & 0xffff);
+        asio::post(io_, [this, cookie, topic = std::string(topic), data = std::string(data), binary] {
+            if (!link_.publish(topic, data, binary, cookie)) settle(cookie, data.size());
         });
-    stats_.state.store(ClusterStats::down, std::memory_order_relaxed);
+    };
+    receivers.interest = [this](pid_t worker, std::string_view topic, bool subscribed) {
+        asio::post(io_, [this, worker, topic = std::string(topic), subscribed] { interest(worker, topic, subscribed); });
+    };
+    relay_ = std::make_unique<TopicRelay>(::getpid(), TopicRelay::kMaster, workers, true, std::move(receivers));
+    stats_.cluster.state.store(ClusterStats::down, std::memory_order_relaxed);
     link_.start();
+}
+
+void TopicHub::settle(std::uint64_t cookie, std::size_t bytes) {
+    const unsigned slot = unsigned(cookie & 0xffff);
+    const pid_t worker = pid_t(cookie >> 16);
+    // A worker that died (or was replaced) had its reservations cleared with its slot.
+    if (slot < kMaxSlots && stats_.slots[slot].pid.load(std::memory_order_relaxed) == worker)
+        stats_.slots[slot].cluster_reserved.fetch_sub(std::int64_t(bytes), std::memory_order_relaxed);
 }
 
 TopicHub::~TopicHub() { relay_.reset(); }  // its threads stop before the link goes
@@ -79,17 +88,17 @@ void TopicHub::process_gone(pid_t pid) {
 
 void TopicHub::report() {
     const ClusterReport now = link_.report();
-    stats_.state.store(now.connected ? ClusterStats::connected : ClusterStats::down, std::memory_order_relaxed);
-    stats_.published.store(now.published, std::memory_order_relaxed);
-    stats_.received.store(now.received, std::memory_order_relaxed);
-    stats_.recovered.store(now.recovered, std::memory_order_relaxed);
-    stats_.gaps.store(now.gaps, std::memory_order_relaxed);
-    stats_.reconnects.store(now.reconnects, std::memory_order_relaxed);
-    stats_.refused.store(now.refused, std::memory_order_relaxed);
-    stats_.failed.store(now.failed, std::memory_order_relaxed);
-    stats_.queue_bytes.store(now.queue_bytes, std::memory_order_relaxed);
-    stats_.lag_ms.store(now.lag_ms, std::memory_order_relaxed);
-    stats_.topics.store(now.topics, std::memory_order_relaxed);
+    ClusterStats& cluster = stats_.cluster;
+    cluster.state.store(now.connected ? ClusterStats::connected : ClusterStats::down, std::memory_order_relaxed);
+    cluster.published.store(now.published, std::memory_order_relaxed);
+    cluster.received.store(now.received, std::memory_order_relaxed);
+    cluster.recovered.store(now.recovered, std::memory_order_relaxed);
+    cluster.gaps.store(now.gaps, std::memory_order_relaxed);
+    cluster.reconnects.store(now.reconnects, std::memory_order_relaxed);
+    cluster.failed.store(now.failed + now.refused, std::memory_order_relaxed);
+    cluster.queue_bytes.store(now.queue_bytes, std::memory_order_relaxed);
+    cluster.lag_ms.store(now.lag_ms, std::memory_order_relaxed);
+    cluster.topics.store(now.topics, std::memory_order_relaxed);
 }
 
 }  // namespace cspd

@@ -22,13 +22,13 @@ class io_context;
 
 namespace cspd {
 
-struct ClusterStats;
+struct SharedStats;
 class TopicRelay;
 
 class TopicHub {
 public:
     /// Binds the master's relay socket (throws if it cannot) and starts the link.
-    TopicHub(boost::asio::io_context& io, const ClusterOptions& options, unsigned workers, ClusterStats& stats);
+    TopicHub(boost::asio::io_context& io, const ClusterOptions& options, unsigned workers, SharedStats& stats);
     ~TopicHub();
     TopicHub(const TopicHub&) = delete;
     TopicHub& operator=(const TopicHub&) = delete;
@@ -43,9 +43,11 @@ public:
 
 private:
     void interest(pid_t worker, const std::string& topic, bool subscribed);
+    /// Gives a publish's bytes back to the worker that reserved them, if it still runs there.
+    void settle(std::uint64_t cookie, std::size_t bytes);
 
     boost::asio::io_context& io_;
-    ClusterStats& stats_;
+    SharedStats& stats_;
     ClusterLink link_;
     std::unique_ptr<TopicRelay> relay_;
     std::unordered_map<pid_t, std::unordered_set<std::string>> by_worker_;

@@ -225,7 +225,7 @@ void cluster_metrics(std::string& out, const ClusterStats& cluster) {
         "Times a topic's subscribers here were told messages were lost for good (on_topic_gap or 1012).",
         "Times the link to Redis came back after it was lost.",
         "Publishes kept on this host: the queue for Redis was full (csp_publish said CSP_AGAIN).",
-        "Publishes Redis refused with an error (logged)."};
+        "Publishes that could not cross: Redis refused them with an error, or the master held twice --cluster-queue (logged)."};
     for (std::size_t i = 0; i < std::size(counters); ++i) {
         const std::string name = std::string("cspd_cluster_") + counters[i].first + "_total";
         family(out, name.c_str(), "counter", help[i]);

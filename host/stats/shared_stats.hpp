@@ -104,6 +104,10 @@ struct LoopSlot {
     std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)
+    // --cluster, first slot only: bytes of this worker's publishes on their way to Redis, added by
+    // the worker as it sends one to the master, taken off by the master once Redis has answered
+    // for it; their sum over slots is what --cluster-queue bounds.
+    std::atomic<std::int64_t> cluster_reserved{0};
     DeathBlame blame;  // first slot only: the handler the dying process blamed, and the phase (reset by the master)
     // First slot only: the version this process is loading or initializing now (phase load or init),
     // and since when (CLOCK_MONOTONIC; 0 when none), for the master's --init-timeout. The loader's thread writes it.
@@ -167,7 +171,8 @@ struct QuarantineList {
 struct ClusterStats {
     enum State : std::uint32_t { off = 0, down = 1, connected = 2 };
     std::atomic<std::uint32_t> state{off};
-    Counter published, received, recovered, gaps, reconnects, refused, failed;
+    Counter published, received, recovered, gaps, reconnects, failed;
+    std::atomic<std::uint64_t> refused{0};      ///< publishes kept on their host (any worker adds)
     std::atomic<std::uint64_t> queue_bytes{0};  ///< publishes waiting for Redis's answer
     std::atomic<std::uint64_t> lag_ms{0};       ///< how long the oldest of them has waited
     std::atomic<std::uint64_t> topics{0};       ///< subscribed across hosts

@@ -5,7 +5,9 @@
 //     API server's strict validation refuses them): each object is walked along the type map of
 //     the official client, @kubernetes/client-node;
 //  3. what ties the manifests to cspd: every flag is one `cspd --help` lists, probe paths and
-//     ports, the drain fits in the grace period, selectors, mounts and the kustomization.
+//     ports, the drain fits in the grace period, selectors, mounts and the kustomization;
+//  4. what ties cspd to its Redis (--cluster): the URL names a Service and its port, that Service
+//     selects the Redis pods, and that Redis persists nothing, is probed and is never two at once.
 // Usage: node manifests.mjs CSPD_BINARY MANIFEST_DIR
 import * as client from "@kubernetes/client-node";
 import { execFileSync } from "node:child_process";
@@ -82,16 +84,21 @@ for (const file of files) {
 }
 
 // --- 3. what ties them to cspd -------------------------------------------------------------------
+// cspd's objects are the ones named cspd: other files (redis.yaml) hold Deployments and Services too.
 const find = (kind) => objects.filter((o) => o.object.kind === kind).map((o) => o.object);
-const [deployment] = find("Deployment");
-const [service] = find("Service");
-const [budget] = find("PodDisruptionBudget");
+const named = (kind, name) => find(kind).find((o) => o.metadata?.name === name);
+const deployment = named("Deployment", "cspd");
+const service = named("Service", "cspd");
+const budget = named("PodDisruptionBudget", "cspd");
 const [kustomization] = find("Kustomization");
 if (!deployment || !service || !budget || !kustomization)
-  problem("expected a Deployment, a Service, a PodDisruptionBudget and a Kustomization");
+  problem("expected a Deployment, a Service and a PodDisruptionBudget named cspd, and a Kustomization");
 
 const help = execFileSync(cspd, ["--help"], { encoding: "utf8" });
 const equal = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+// A Service's selector picks the pods that carry each of its labels (and an empty one, none).
+const selects = (selector, labels) =>
+  Object.keys(selector || {}).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 if (deployment) {
   const pod = deployment.spec.template.spec;
@@ -156,6 +163,47 @@ if (deployment) {
   }
   if (budget && !equal(budget.spec.selector.matchLabels, labels))
     problem("the PodDisruptionBudget's selector is not the pods' labels");
+
+  // --- 4. cspd's Redis ---------------------------------------------------------------------------
+  const cluster = flags.get("--cluster");
+  const url = cluster && /^redis:\/\/([a-z0-9.-]+):(\d+)$/.exec(cluster);
+  if (!cluster) problem("no --cluster: topics would not cross pods");
+  else if (!url) problem(`--cluster ${cluster} is not redis://SERVICE:PORT`);
+  else {
+    // The host is a Service here (its short name, or NAME.NAMESPACE... in DNS form).
+    const [, host, redisPort] = url;
+    const redisService = named("Service", host.split(".")[0]);
+    if (!redisService) problem(`--cluster names ${host}, which is no Service here`);
+    else {
+      const servicePort = redisService.spec.ports.find((p) => String(p.port) === redisPort);
+      if (!servicePort) problem(`Service ${redisService.metadata.name} has no port ${redisPort} (--cluster's)`);
+      const selector = redisService.spec.selector;
+      const redis = find("Deployment").find((d) => selects(selector, d.spec.template.metadata.labels));
+      const server = redis?.spec.template.spec.containers.find((c) => c.name === "redis");
+      if (!redis) problem(`Service ${redisService.metadata.name}'s selector matches no Deployment's pods`);
+      else if (redis === deployment) problem(`--cluster names ${host}, whose Service selects cspd's own pods`);
+      else if (!server) problem(`${redis.metadata.name}: no container named redis`);
+      else {
+        if (!equal(redis.spec.selector.matchLabels, redis.spec.template.metadata.labels))
+          problem(`${redis.metadata.name}: the Deployment's selector is not its pods' labels`);
+        const target = servicePort?.targetPort;
+        if (servicePort && !(server.ports || []).some((p) => p.name === target || p.containerPort === target))
+          problem(`Service ${redisService.metadata.name} port ${redisPort} targets ${target}: Redis has no such port`);
+        // Redis takes "--name value" pairs: a name's value is the argument after it.
+        const redisArgs = server.args || [];
+        const value = (name) => (redisArgs.includes(name) ? redisArgs[redisArgs.indexOf(name) + 1] : undefined);
+        if (value("--save") !== "") problem(`${redis.metadata.name}: not --save "" (it would write snapshots)`);
+        if (value("--appendonly") !== "no") problem(`${redis.metadata.name}: not --appendonly no (it would log writes)`);
+        // An evicting policy can take a topic's meta key and keep its stream: a wrong history, unsaid.
+        if (value("--maxmemory-policy") !== "noeviction")
+          problem(`${redis.metadata.name}: not --maxmemory-policy noeviction`);
+        if (!server.readinessProbe) problem(`${redis.metadata.name}: no readinessProbe`);
+        // A rolling update would keep two Redis behind the Service for a while, each with some cspd.
+        if (redis.spec.replicas !== 1 || redis.spec.strategy?.type !== "Recreate")
+          problem(`${redis.metadata.name}: not one replica with strategy Recreate (never two Redis at once)`);
+      }
+    }
+  }
 }
 if (kustomization) {
   const listed = [...kustomization.resources].sort();

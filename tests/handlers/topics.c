@@ -8,6 +8,8 @@
  *                                             at once ("started"); ?done=T says "running P" or
  *                                             "published P again A failed F" once it is over
  *   &pad=B                                    each message carries B more bytes ('.' after the number)
+ *   &stamp=1                                  "T K NS": NS is CLOCK_MONOTONIC in ns when it was published
+ *                                             (one machine's clock: bench/cluster.py's latencies)
  * Built against the 2.4 header too (test-handlers/abi2_4): a handler older than on_topic_gap,
  * whose conversations the host closes with 1012 instead. */
 #include <csp/csp.h>
@@ -23,7 +25,7 @@ enum { kTagMax = 31, kPacers = 32 };
 typedef struct {
     char tag[kTagMax + 1];
     char topic[129];
-    long from, n, rate, pad;
+    long from, n, rate, pad, stamp;
     long published, again, failed;
     int running;
     const csp_host_api *api;
@@ -45,13 +47,20 @@ static void on_topic_gap(csp_ws *ws, const char *topic, size_t topic_size, void 
 }
 #endif
 
-/* One message: "TAG K" and `pad` dots. 0, CSP_AGAIN or -1, as csp_publish says. */
-static int publish_one(const csp_host_api *api, const char *topic, const char *tag, long k, long pad) {
+/* One message: "TAG K" (with `stamp`, " NS") and `pad` dots. 0, CSP_AGAIN or -1, as csp_publish says. */
+static int publish_one(const csp_host_api *api, const char *topic, const char *tag, long k, long pad, long stamp) {
     char small[256];
     char *text = small;
-    const size_t room = (size_t)pad + 64;
+    const size_t room = (size_t)pad + 96;
     if (room > sizeof small && !(text = (char *)malloc(room))) return -1;
-    int length = snprintf(text, room, "%s %ld", tag, k);
+    int length;
+    if (stamp) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        length = snprintf(text, room, "%s %ld %lld", tag, k, (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    } else {
+        length = snprintf(text, room, "%s %ld", tag, k);
+    }
     memset(text + length, '.', (size_t)pad);
     const int result = csp_publish(api, topic, text, (size_t)length + (size_t)pad, CSP_WS_TEXT);
     if (text != small) free(text);
@@ -70,7 +79,7 @@ static void *paced(void *arg) {
     const long step_ns = 1000000000L / p->rate;
     for (long i = 0; i < p->n; ++i) {
         long again = 0, failed = 0;
-        count(&again, &failed, publish_one(p->api, p->topic, p->tag, p->from + i, p->pad));
+        count(&again, &failed, publish_one(p->api, p->topic, p->tag, p->from + i, p->pad, p->stamp));
         pthread_mutex_lock(&g_lock);
         ++p->published;
         p->again += again;
@@ -121,7 +130,7 @@ static int answer_done(const csp_request *req, csp_reply *reply) {
 }
 
 static int start_paced(const csp_request *req, csp_reply *reply, const char *topic, const char *tag, long from, long n,
-                       long rate, long pad) {
+                       long rate, long pad, long stamp) {
     pthread_mutex_lock(&g_lock);
     pacer *slot = NULL;
     for (int i = 0; i < kPacers && !slot; ++i)
@@ -133,7 +142,7 @@ static int start_paced(const csp_request *req, csp_reply *reply, const char *top
     memset(slot, 0, sizeof *slot);
     snprintf(slot->tag, sizeof slot->tag, "%s", tag);
     snprintf(slot->topic, sizeof slot->topic, "%s", topic);
-    slot->from = from, slot->n = n, slot->rate = rate, slot->pad = pad;
+    slot->from = from, slot->n = n, slot->rate = rate, slot->pad = pad, slot->stamp = stamp;
     slot->running = 1;
     slot->api = req->api;
     pthread_t thread;
@@ -159,11 +168,11 @@ static int topics(const csp_request *req, csp_reply *reply) {
     if (copy_arg(req, "pub", topic, sizeof topic)) {
         if (!copy_arg(req, "tag", tag, sizeof tag)) return 400;
         const long n = number_arg(req, "n", 1), from = number_arg(req, "from", 0), rate = number_arg(req, "rate", 0),
-                   pad = number_arg(req, "pad", 0);
-        if (n < 0 || pad < 0 || pad > 1 << 20) return 400;
-        if (rate > 0) return start_paced(req, reply, topic, tag, from, n, rate, pad);
+                   pad = number_arg(req, "pad", 0), stamp = number_arg(req, "stamp", 0);
+        if (n < 0 || pad < 0 || pad > 1 << 20 || rate > 1000000) return 400;
+        if (rate > 0) return start_paced(req, reply, topic, tag, from, n, rate, pad, stamp);
         long again = 0, failed = 0;
-        for (long i = 0; i < n; ++i) count(&again, &failed, publish_one(req->api, topic, tag, from + i, pad));
+        for (long i = 0; i < n; ++i) count(&again, &failed, publish_one(req->api, topic, tag, from + i, pad, stamp));
         csp_reply_printf(reply, "published %ld again %ld failed %ld\n", n, again, failed);
         return 200;
     }

@@ -75,6 +75,20 @@ int WebSocketLink::send(std::string_view data, bool binary) noexcept {
 
 int WebSocketLink::put_frame(std::string_view frame, bool& poke) noexcept {
     try {
+        if (gaps_pending_.load(std::memory_order_acquire)) {
+            std::lock_guard lock(gap_lock_);
+            if (gaps_pending_.load(std::memory_order_relaxed)) {
+                poke = false;
+                if (after_gap_bytes_ + frame.size() > StreamOutbox::kHardLimit) {
+                    overflowed_.store(true, std::memory_order_release);  // cut, as any subscriber that stops reading
+                    return -1;
+                }
+                after_gap_.emplace_back(frame);
+                after_gap_bytes_ += frame.size();
+                delivered_.fetch_add(1, std::memory_order_relaxed);
+                return 0;
+            }
+        }
         StreamOutbox::Result result = outbox_.write(frame, false);
         const int code = checked(result);
         poke = result.poke;
@@ -101,13 +115,32 @@ void WebSocketLink::wake() {
 }
 
 void WebSocketLink::topic_gap(std::string_view topic) {
+    gaps_pending_.fetch_add(1, std::memory_order_acq_rel);
     try {
         inbox_->post([self = shared_from_this(), name = std::string(topic)] {
             if (const std::shared_ptr<Owner> session = self->owner_.lock()) session->topic_gap(name);
+            self->gap_told();
         });
     } catch (const std::bad_alloc&) {
-        // Untold: without memory for a line of text, the conversation has bigger troubles.
+        gap_told();  // untold: without memory for a line of text, the conversation has bigger troubles
     }
+}
+
+void WebSocketLink::gap_told() {
+    bool wrote = false;
+    {
+        std::lock_guard lock(gap_lock_);
+        if (gaps_pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        for (const std::string& frame : after_gap_) {
+            StreamOutbox::Result result = outbox_.write(frame, false);
+            if (checked(result) < 0) break;  // closed meanwhile (a 1012), or cut
+            wrote = true;
+        }
+        after_gap_.clear();
+        after_gap_bytes_ = 0;
+    }
+    if (wrote && LoopInbox::on_an_event_loop()) wake();
+    else if (wrote) wake_later();
 }
 
 int WebSocketLink::close(unsigned code, std::string_view reason) noexcept {

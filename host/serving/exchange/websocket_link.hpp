@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -78,7 +79,9 @@ public:
     int put_frame(std::string_view frame, bool& poke) noexcept;
     /// On the loop: the session takes what waits (after put_frame said to poke).
     void wake();
-    /// From any thread: `topic` lost messages for good (--cluster); the conversation is told on its loop.
+    /// The relay's thread: `topic` lost messages for good (--cluster). The conversation is told on
+    /// its loop; the published frames that come meanwhile wait, so that the client sees them after
+    /// the gap, as they were published.
     void topic_gap(std::string_view topic);
     /// From any thread: the same, through the loop's inbox.
     void wake_later() { poke(); }
@@ -128,6 +131,13 @@ private:
     const std::thread::id accepted_on_;
     std::atomic<std::uint64_t> sent_{0};
     std::atomic<std::uint64_t> delivered_{0};
+    // Gaps told to the loop and not yet handled there; published frames wait behind them.
+    std::atomic<unsigned> gaps_pending_{0};
+    std::mutex gap_lock_;
+    std::vector<std::string> after_gap_;  // under gap_lock_
+    std::size_t after_gap_bytes_ = 0;
+    /// The loop told the conversation of a gap: what waited behind it goes on.
+    void gap_told();
 };
 
 }  // namespace cspd

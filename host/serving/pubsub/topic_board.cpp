@@ -94,7 +94,7 @@ int TopicBoard::publish(std::string_view topic, std::string_view data, bool bina
     bool crosses = true;
     if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) {
         // Past --cluster-queue the message stays on this host: the handler hears CSP_AGAIN.
-        crosses = relay->cluster_has_room(data.size());
+        crosses = relay->reserve_cluster_room(data.size());
         try {
             if (!relay->forward(topic, data, binary, !crosses)) return -1;
         } catch (const std::bad_alloc&) {

@@ -1,5 +1,7 @@
 #include "serving/pubsub/topic_relay.hpp"
 
+#include "stats/shared_stats.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <poll.h>
@@ -27,7 +29,9 @@ struct ChunkHead {
     std::uint32_t offset;  // where this chunk's data begins in the message
     std::uint16_t topic_size;
     std::uint8_t binary;
-    std::uint8_t kind;  // TopicRelay::Kind
+    std::uint8_t kind;   // TopicRelay::Kind
+    std::uint16_t slot;  // the sender's first loop slot (where a publish's bytes are reserved)
+    std::uint16_t unused;
 };
 
 /// Worker `index`'s socket name: two per index (`bank` 0 or 1), so that a worker's successor, started
@@ -54,10 +58,8 @@ pid_t parent_of(pid_t pid) {
 
 }  // namespace
 
-TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Deliver deliver, Gap gap,
-                       Interest interest)
-    : master_(master), index_(index), workers_(workers), cluster_(cluster), deliver_(std::move(deliver)),
-      gap_(std::move(gap)), interest_(std::move(interest)) {
+TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Receivers receivers)
+    : master_(master), index_(index), workers_(workers), cluster_(cluster), receivers_(std::move(receivers)) {
     socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (socket_ < 0) throw std::system_error(errno, std::system_category(), "topic relay socket");
     const int on = 1;
@@ -101,7 +103,29 @@ TopicRelay::~TopicRelay() {
 bool TopicRelay::forward(std::string_view topic, std::string_view data, bool binary, bool here_only) {
     const bool to_master = cluster_ && !here_only && index_ != kMaster;
     if (!to_master && index_ != kMaster && workers_ < 2) return true;  // nobody else to tell
-    return enqueue({std::string(topic), std::string(data), binary, Kind::message, true, to_master});
+    Message message{std::string(topic), std::string(data), binary, Kind::message, true, to_master};
+    message.reserved = to_master && stats_;
+    if (enqueue(std::move(message))) return true;
+    if (to_master && stats_) give_back(data.size());
+    return false;
+}
+
+bool TopicRelay::reserve_cluster_room(std::size_t bytes) {
+    if (!stats_) return true;
+    // Every worker's reservations: what the host has on its way to Redis.
+    std::int64_t waiting = 0;
+    const unsigned slots = std::min(stats_->slot_count.load(std::memory_order_relaxed), kMaxSlots);
+    for (unsigned s = 0; s < slots; ++s) waiting += stats_->slots[s].cluster_reserved.load(std::memory_order_relaxed);
+    if (waiting > 0 && std::uint64_t(waiting) + bytes > cluster_bound_) {
+        stats_->cluster.refused.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    stats_->slots[slot_].cluster_reserved.fetch_add(std::int64_t(bytes), std::memory_order_relaxed);
+    return true;
+}
+
+void TopicRelay::give_back(std::size_t bytes) {
+    stats_->slots[slot_].cluster_reserved.fetch_sub(std::int64_t(bytes), std::memory_order_relaxed);
 }
 
 bool TopicRelay::interest(std::string_view topic, bool subscribed) {
@@ -150,7 +174,8 @@ void TopicRelay::send_to_all(const Message& message) {
             if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
             send_to(target, message, id, now);
         }
-    if (message.to_master && index_ != kMaster) send_to(2 * workers_, message, id, now);
+    if (message.to_master && index_ != kMaster && !send_to(2 * workers_, message, id, now) && message.reserved)
+        give_back(message.data.size());  // the master never got it: nothing of it waits for Redis
 }
 
 bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t id,
@@ -172,7 +197,9 @@ bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t 
                              static_cast<std::uint32_t>(offset),
                              static_cast<std::uint16_t>(message.topic.size()),
                              static_cast<std::uint8_t>(message.binary),
-                             static_cast<std::uint8_t>(message.kind)};
+                             static_cast<std::uint8_t>(message.kind),
+                             static_cast<std::uint16_t>(slot_),
+                             0};
         datagram.assign(reinterpret_cast<const char*>(&head), sizeof head);
         datagram.append(message.topic).append(message.data, offset, piece);
         ssize_t sent;
@@ -254,15 +281,17 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
     case Kind::message: break;
     case Kind::subscribed:
     case Kind::unsubscribed:
-        if (index_ == kMaster && interest_) interest_(sender, topic, static_cast<Kind>(head.kind) == Kind::subscribed);
+        if (index_ == kMaster && receivers_.interest)
+            receivers_.interest(sender, topic, static_cast<Kind>(head.kind) == Kind::subscribed);
         return;
     case Kind::gap:
-        if (sender == master_ && index_ != kMaster && gap_) gap_(topic);  // only the master knows of gaps
+        // Only the master knows of gaps.
+        if (sender == master_ && index_ != kMaster && receivers_.gap) receivers_.gap(topic);
         return;
     default: return;
     }
     if (head.offset == 0 && piece.size() == head.total) {
-        deliver_(topic, piece, head.binary != 0);  // the usual case: one datagram
+        hand_on(sender, head.slot, topic, piece, head.binary != 0);  // the usual case: one datagram
         return;
     }
     Partial& partial = partial_[sender];
@@ -270,6 +299,7 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
         partial.id = head.id;
         partial.topic.assign(topic);
         partial.binary = head.binary != 0;
+        partial.slot = head.slot;
         partial.data.clear();
         partial.data.reserve(head.total);
     } else if (partial.id != head.id || partial.data.size() != head.offset) {
@@ -277,8 +307,16 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
     }
     partial.data.append(piece);
     if (partial.data.size() >= head.total) {
-        deliver_(partial.topic, partial.data, partial.binary);
+        hand_on(sender, partial.slot, partial.topic, partial.data, partial.binary);
         partial_.erase(sender);
+    }
+}
+
+void TopicRelay::hand_on(pid_t sender, unsigned slot, std::string_view topic, std::string_view data, bool binary) {
+    if (index_ == kMaster) {
+        if (receivers_.published) receivers_.published(sender, slot, topic, data, binary);
+    } else if (receivers_.deliver) {
+        receivers_.deliver(topic, data, binary);
     }
 }
 

@@ -37,6 +37,8 @@
 
 namespace cspd {
 
+struct SharedStats;
+
 class TopicRelay {
 public:
     /// What a message from another process is handed to (a worker: the TopicBoard's own
@@ -46,6 +48,17 @@ public:
     /// first subscriber to `topic` (`subscribed`), or lost its last.
     using Gap = std::function<void(std::string_view topic)>;
     using Interest = std::function<void(pid_t worker, std::string_view topic, bool subscribed)>;
+    /// The master: a worker's publish, to send across hosts; `slot` (the worker's first loop slot)
+    /// is where it reserved the message's bytes of --cluster-queue.
+    using Published =
+        std::function<void(pid_t worker, unsigned slot, std::string_view topic, std::string_view data, bool binary)>;
+    /// What a relay hands on. A worker's: deliver, gap. The master's: interest, published.
+    struct Receivers {
+        Deliver deliver;
+        Gap gap;
+        Interest interest;
+        Published published;
+    };
 
     /// The master's index.
     static constexpr unsigned kMaster = ~0u;
@@ -58,8 +71,7 @@ public:
     /// Worker `index` (or kMaster) of `workers` under master `master`: binds its socket and starts
     /// its threads. `cluster`: the master holds a relay too (--cluster). Throws if the socket
     /// cannot be made.
-    TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Deliver deliver, Gap gap = {},
-               Interest interest = {});
+    TopicRelay(pid_t master, unsigned index, unsigned workers, bool cluster, Receivers receivers);
     ~TopicRelay();
     TopicRelay(const TopicRelay&) = delete;
     TopicRelay& operator=(const TopicRelay&) = delete;
@@ -71,16 +83,16 @@ public:
     bool interest(std::string_view topic, bool subscribed);
     /// The master: `topic` lost messages for good, told to every worker.
     bool gap(std::string_view topic);
-    /// The master's publishes waiting for Redis, and their bound: past it a worker's publish stays
-    /// on this host (csp_publish says CSP_AGAIN). Null: no bound (no --cluster).
-    void watch_cluster_queue(const std::atomic<std::uint64_t>* queued, std::uint64_t bound) {
-        cluster_queue_ = queued;
+    /// A worker with --cluster: its publishes on their way to Redis are reserved in `stats`'s slot
+    /// `slot` (its first), and all workers' together are bounded by `bound` (--cluster-queue).
+    void bound_cluster_queue(SharedStats& stats, unsigned slot, std::uint64_t bound) {
+        stats_ = &stats;
+        slot_ = slot;
         cluster_bound_ = bound;
     }
-    /// Would a message of `bytes` still fit the cluster's queue?
-    bool cluster_has_room(std::size_t bytes) const {
-        return !cluster_queue_ || cluster_queue_->load(std::memory_order_relaxed) + bytes <= cluster_bound_;
-    }
+    /// Reserves room for a message of `bytes` on its way to Redis; false (nothing reserved, the
+    /// refusal counted) when the host's publishes waiting already fill --cluster-queue.
+    bool reserve_cluster_room(std::size_t bytes);
 
     /// Messages the other workers could not be sent (a worker not reading), and ones refused here.
     std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
@@ -93,15 +105,20 @@ private:
         bool binary;
         Kind kind;
         bool to_workers, to_master;
+        bool reserved = false;  // its bytes are reserved in the cluster's queue (given back if it cannot be sent)
     };
     struct Partial {
         std::uint64_t id = 0;
         std::string topic, data;
         bool binary = false;
+        unsigned slot = 0;
     };
     void send_loop();
     void receive_loop();
     bool enqueue(Message message);
+    void give_back(std::size_t bytes);
+    /// A whole message from `sender`: a worker delivers it, the master sends it across hosts.
+    void hand_on(pid_t sender, unsigned slot, std::string_view topic, std::string_view data, bool binary);
     void send_to_all(const Message& message);
     /// False when `target` was passed over (not reading).
     bool send_to(unsigned target, const Message& message, std::uint64_t id, std::chrono::steady_clock::time_point now);
@@ -113,10 +130,9 @@ private:
     const unsigned workers_;
     unsigned bank_ = 0;  // which of its index's two names this process holds
     const bool cluster_;
-    Deliver deliver_;
-    Gap gap_;
-    Interest interest_;
-    const std::atomic<std::uint64_t>* cluster_queue_ = nullptr;
+    Receivers receivers_;
+    SharedStats* stats_ = nullptr;  // with bound_cluster_queue
+    unsigned slot_ = 0;
     std::uint64_t cluster_bound_ = 0;
     int socket_ = -1;
     std::mutex mutex_;

@@ -732,7 +732,8 @@ static inline int csp_ws_close(csp_ws *ws, unsigned code, const char *reason) {
 }
 
 /* Topics: a message published to a topic (csp_publish) reaches every WebSocket of the server
- * subscribed to it, whichever worker holds it, in the order one publisher published. Topic names
+ * subscribed to it, whichever worker holds it (and with --cluster, whichever host), in the order one
+ * publisher published. Topic names
  * are 1 to 128 bytes. A subscriber that cannot take a message (it holds 32 times the high-water mark
  * unread) is closed with 1008. A conversation leaves its topics when it closes. From any thread.
  * 0, or -1 (a bad name, a closed conversation). */
@@ -747,8 +748,10 @@ static inline int csp_ws_unsubscribe(csp_ws *ws, const char *topic) {
 /* Publishes one message to `topic`, text (valid UTF-8) or binary. `api` is any csp_host_api the
  * host gave: req->api, ws->api, or the init context's ctx->api kept for other threads. From any
  * thread; never waits. 0; CSP_AGAIN when a subscriber of this worker was past its high-water mark
- * (it got the message; slow down); -1 for a bad topic or text, a message over --ws-max-message, or
- * no memory. */
+ * (it got the message; slow down), or, with --cluster, when the publishes waiting for Redis fill
+ * --cluster-queue (the message reached this host's subscribers only); -1 for a bad topic or text,
+ * a message over --ws-max-message, or no memory. With --cluster, a publish reaches the topic's
+ * subscribers on every host (see on_topic_gap). */
 static inline int csp_publish(const csp_host_api *api, const char *topic, const void *data, size_t size, int binary) {
     return api->publish(topic, strlen(topic), data, size, binary);
 }

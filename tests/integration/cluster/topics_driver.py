@@ -54,7 +54,7 @@ class Client:
         self.disorder = 0     # a number past the next one expected, with no gap told before it
         self.skipped = 0      # numbers jumped over after a gap was told (allowed: they were lost)
         self.gaps = 0
-        self.gap_pending = False
+        self.gaps_before = {}  # publisher tag -> gaps told before its last message
         self.warm = set()
         self.close_code = None
         self.connected = asyncio.Event()
@@ -78,10 +78,9 @@ class Client:
     def take(self, text):
         if text.startswith("gap "):
             self.gaps += 1
-            self.gap_pending = True
             return
         tag, _, rest = text.partition(" ")
-        number = int(rest.split(".", 1)[0])
+        number = int(rest.split(".", 1)[0].split(" ", 1)[0])
         if tag.startswith("w"):
             self.warm.add(tag)
             return
@@ -91,12 +90,13 @@ class Client:
             self.duplicates += 1
             return
         if number != last + 1:
-            if self.gap_pending:
+            # Each publisher's messages may jump once a gap was told since its last one.
+            if self.gaps > self.gaps_before.get(tag, 0):
                 self.skipped += number - last - 1
             else:
                 self.disorder += 1
         self.last[tag] = number
-        self.gap_pending = False
+        self.gaps_before[tag] = self.gaps
 
     def has_all(self, tags, count):
         return all(self.last.get(tag, -1) == count - 1 for tag in tags)
