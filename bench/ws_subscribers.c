@@ -342,6 +342,7 @@ static void command(char *line) {
         printf(",");
         print_hist("remote", &g_hist[1]);
         printf(",\"groups\":{");
+        int first = 1;
         for (int g = 0; g < kGroups; ++g) {
             long long conns = 0, open = 0, received = 0, expected = 0, missing = 0, dups = 0, disorder = 0,
                       unknown = 0, complete = 0;
@@ -357,7 +358,8 @@ static void command(char *line) {
             if (!conns) continue;
             printf("%s\"%d\":{\"subscribers\":%lld,\"open\":%lld,\"expected\":%lld,\"received\":%lld,"
                    "\"missing\":%lld,\"duplicates\":%lld,\"disorder\":%lld,\"unknown\":%lld,\"complete\":%lld}",
-                   g ? "," : "", g, conns, open, expected, received, missing, dups, disorder, unknown, complete);
+                   first ? "" : ",", g, conns, open, expected, received, missing, dups, disorder, unknown, complete);
+            first = 0;
         }
         printf("},\"seconds\":[");
         int last = -1;

@@ -4,8 +4,11 @@
 // values, the same verdict, the same reason and the same bytes left over; no value exceeds the
 // limits the reader was given (small ones, so that every limit is reached); the values, written
 // as Redis writes them, are the bytes the input starts with (numbers are taken only in that form);
-// and each value, written back, reads back as itself.
+// and each value, written back, reads back as itself. Then what the link reads out of such values
+// (cluster/topic_wire: a live message, a history entry) is read from each of them: a message it
+// takes has an offset above 0, a flag that was t or b, and data that is the payload's tail.
 #include "cluster/resp.hpp"
+#include "cluster/topic_wire.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -111,6 +114,17 @@ bool written_at(const Value& value, std::string_view input, std::size_t& at) {
     return true;
 }
 
+/// The link's readings of `value` and of whatever it holds.
+void check_topic_readings(const Value& value) {
+    cspd::ClusterMessage message;
+    if (value.type == Type::bulk && cspd::topic_wire::parse_live(value.text, message)) {
+        check(message.offset > 0 && !message.epoch.empty() && !message.id.empty() && !message.origin.empty());
+        check(message.data.data() + message.data.size() == value.text.data() + value.text.size());
+    }
+    if (cspd::topic_wire::parse_entry(value, "e", message)) check(message.offset > 0 && !message.origin.empty());
+    for (const Value& item : value.items) check_topic_readings(item);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -139,6 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         again.feed(written);
         Value read_back;
         check(again.next(read_back) == Reader::Result::value && read_back == value && again.buffered() == 0);
+        check_topic_readings(value);
     }
     return 0;
 }

@@ -127,6 +127,26 @@ TEST(TopicsAcrossHosts, EveryClientOnEveryHostGetsEveryPublishersMessagesOnceAnd
     EXPECT_GE(status.value("published", 0), 1000) << status.dump();
 }
 
+TEST(TopicsAcrossHosts, ReachRedisOverAUnixSocket) {
+    RedisServer redis;
+    std::vector<std::unique_ptr<TestServer>> hosts;
+    for (int h = 0; h < 2; ++h) {
+        hosts.push_back(std::make_unique<TestServer>(
+            std::vector<std::string>{"--workers", "2", "--log-level", "info", "--cluster", redis.unix_url()}, false));
+        install_by_rename(test_handler("topics.so"), hosts.back()->handlers() / "topics.so");
+        hosts.back()->start();
+        EXPECT_TRUE(eventually([&] { return ClusterOfThree::cluster_status(*hosts.back()).value("link", "") == "connected"; }, 10s))
+            << hosts.back()->log();
+    }
+    const std::string out = run_command("/usr/bin/python3 " + kClusterDriver + " --hosts " + std::to_string(hosts[0]->port()) +
+                                        "," + std::to_string(hosts[1]->port()) + " --clients 4 --topic sock burst --count 100 2>&1");
+    const std::size_t line = out.rfind("\n{");
+    const auto report = nlohmann::json::parse(out.substr(line == std::string::npos ? 0 : line + 1), nullptr, false);
+    ASSERT_TRUE(report.is_object() && report.contains("clients")) << out;
+    for (const auto& c : report["clients"]) EXPECT_TRUE(c["complete"].get<bool>()) << c.dump();
+    EXPECT_EQ(ClusterOfThree::cluster_status(*hosts[0]).value("redis", ""), redis.unix_url());
+}
+
 TEST(TopicsAcrossHosts, SubscribesEachHostOnceWhateverItsClients) {
     ClusterOfThree cluster;
     // 12 conversations over the three hosts, on one topic: three subscriptions in Redis.

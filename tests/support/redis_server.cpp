@@ -202,7 +202,8 @@ std::string RedisServer::log_tail(std::size_t bytes) const {
 void RedisServer::launch() {
     std::vector<std::string> args{kRedisServerBinary, "--bind", "127.0.0.1", "--port", std::to_string(port_),
                                   "--save", "", "--appendonly", "no", "--dir", dir_.path().string(),
-                                  "--daemonize", "no", "--logfile", log_.string(), "--protected-mode", "no"};
+                                  "--daemonize", "no", "--logfile", log_.string(), "--protected-mode", "no",
+                                  "--unixsocket", (dir_ / "redis.sock").string(), "--unixsocketperm", "700"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

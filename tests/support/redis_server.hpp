@@ -30,6 +30,8 @@ public:
     unsigned short port() const { return port_; }
     /// "redis://127.0.0.1:PORT".
     std::string url() const;
+    /// "redis+unix:///.../redis.sock": it listens there too (its owner only).
+    std::string unix_url() const { return "redis+unix://" + (dir_ / "redis.sock").string(); }
 
     /// SIGKILL, reaped: every key is gone with it (nothing persists).
     void kill_hard();
