@@ -5,34 +5,36 @@ for a topic it has no subscriber to.
 Starts its own redis-server (Debian's, a free port, --save "" --appendonly no) and three cspd hosts
 (--workers 2, tests/handlers/topics.c as the only handler, --cluster redis://127.0.0.1:PORT), all on
 127.0.0.1, nothing pinned: the 2 cores are shared by the 3 hosts (a master and 2 workers each),
-Redis and the clients. Stops all of it at the end, on errors and on Ctrl-C.
+Redis and the client. Stops all of it at the end, on errors and on Ctrl-C.
 
-1. Latency. SUBSCRIBERS WebSocket subscribers (one C process, bench/ws_subscribers.c, built with cc:
-   epoll and raw frames) over TOPICS topics: subscriber i takes topic i % TOPICS, and the j-th of a
-   topic (j = i // TOPICS) sits on host (topic + j) % 3, so every topic has subscribers on every
-   host. Topic t is published by host t % 3: a paced publisher of topics.c (a thread in one worker,
-   ?pub=t&rate=RATE/TOPICS&stamp=1) publishing "pH-t K NS" for SECONDS, NS being CLOCK_MONOTONIC
-   when it called csp_publish; RATE messages a second in all. Why topics: RATE messages a second
-   each fanned out to all SUBSCRIBERS would be RATE x SUBSCRIBERS deliveries a second (10 million
-   with the defaults), which 2 cores cannot carry; TOPICS topics make RATE x SUBSCRIBERS / TOPICS
-   (100,000 with the defaults). Before measuring, warm-ups are published until every subscriber
-   has had one from another host (its host's subscription in Redis is in place). Latency = the
-   time of the client's recv() that brought a message - NS, one clock: (a) "local", subscribers on
-   the publisher's own host (the worker's fan-out and the relay to the other worker); (b) "remote",
-   subscribers on the other hosts (worker -> master -> Redis -> the other host's master -> its
-   workers). p50 and p99 of each, and what crossing hosts adds, (b) - (a), at p50 and p99 (target:
-   under 5 ms at p99). Counted: every subscriber should get each of its publisher's messages, once,
-   in order; the publishers' own counts (again, failed) and each host's /-/status "cluster".
+1. Latency, for each of RATES (hosts started afresh each time). SUBSCRIBERS WebSocket subscribers,
+   held by one C process (bench/ws_subscribers.c, built with cc: epoll, raw frames), over TOPICS
+   topics: subscriber i takes topic i % TOPICS and the j-th of a topic (j = i // TOPICS) sits on host
+   (topic + j) % 3, so every topic has subscribers on every host. Topic t is published by host t % 3
+   with topics.c's paced publisher (a thread in one worker: ?pub=..&rate=RATE/TOPICS&stamp=1, "pH-t K
+   NS", NS = CLOCK_MONOTONIC when it called csp_publish) for SECONDS: RATE messages a second in all.
+   Why topics: RATE messages a second each fanned out to every subscriber would be RATE x SUBSCRIBERS
+   deliveries a second (10 million at 10,000/s to 1,000), which 2 cores cannot carry; over TOPICS
+   topics it is RATE x SUBSCRIBERS / TOPICS (10 a message with the defaults). Before measuring,
+   warm-ups are published until every subscriber has had one from another host (its host's
+   subscription in Redis is in place). Latency = the time of the client's recv() that brought the
+   message - NS (one clock): (a) subscribers on the publisher's own host (the local fan-out),
+   (b) subscribers on the other hosts (worker -> master -> Redis -> the other master -> its workers);
+   p50 and p99 of each, and what crossing hosts adds, (b) - (a) (the issue's target: under 5 ms at
+   p99). Counted: every subscriber must get each of its publisher's messages once and in order; the
+   publishers' own counts (again, failed), the machine's busy share, each process's CPU.
+   Why several rates: on this machine 10,000 messages/s through Redis and 3 hosts saturates the 2
+   cores whatever the fan-out; the lower rates show the latency where it is not queueing for a core.
 2. Bytes. Host 2 is started again behind a TCP forwarder (Python, counting bytes both ways) to
    Redis. Subscribers: 2 on host 0 and 2 on host 1 to "quiet", 2 on host 2 to "busy". Counted on
-   host 2's link: an idle window (its pings), hosts 0 and 1 publishing QUIET messages each to
-   "quiet" (host 2 should receive nothing but its pings), and host 0 publishing QUIET to "busy"
-   (what a message costs a host that does subscribe).
+   host 2's link: an idle window (its pings), hosts 0 and 1 publishing QUIET messages each to "quiet"
+   (host 2 should receive nothing but its pings), and host 0 publishing QUIET to "busy" (what a
+   message costs a host that subscribes).
 
-    python3 bench/cluster.py [--build build] [--rate 10000] [--subscribers 1000] [--topics 100]
-                             [--seconds 15] [--quiet 5000] [--out bench/results]
+    python3 bench/cluster.py [--build build] [--rates 1000,3000,10000] [--subscribers 1000]
+                             [--topics 100] [--seconds 10] [--settle 10] [--quiet 5000] [--out bench/results]
 
-About 45 s with the defaults; results in OUT/cluster.md and OUT/cluster.json.
+About 1.5 minutes with the defaults (under 3); results in OUT/cluster.md and OUT/cluster.json.
 """
 import argparse
 import datetime
@@ -81,16 +83,32 @@ class Process(Server):
     def __init__(self, name, port, work, argv):
         super().__init__(name, port, work, name)
         self.argv = argv
+        self.log = self.work / "log"
 
     def command(self):
         return self.argv
 
-    def start(self):
-        self.log = self.work / "log"
+    def launch(self):
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                          cwd=self.work, start_new_session=True)
+
+    def ready(self):
         wait_for_port(self.port)
+
+    def start(self):
+        self.launch()
+        self.ready()
+
+
+def task_cpu_ns(pid):
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            total += int((task / "schedstat").read_text().split()[0])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return total
 
 
 class Host(Process):
@@ -98,13 +116,20 @@ class Host(Process):
         self.index, self.cspd, self.handlers, self.workers = index, cspd, handlers, workers
         super().__init__(f"host{index}", port, work, [])
         self.point_at(redis_port)
+        self.starts = 0
 
     def point_at(self, redis_port):
         self.argv = [self.cspd, "--port", str(self.port), "--bind", "127.0.0.1", "--workers", str(self.workers),
                      "--handlers", str(self.handlers), "--cluster", f"redis://127.0.0.1:{redis_port}"]
 
-    def start(self):
-        super().start()
+    def launch(self):
+        if self.log.exists():  # each start its own log: log.1, log.2 ... and log, the last
+            self.log.rename(self.work / f"log.{self.starts}")
+        self.starts += 1
+        super().launch()
+
+    def ready(self):
+        super().ready()
         deadline = time.time() + 10
         while time.time() < deadline:  # the handler is loaded: topics.c answers a bare GET with 400
             if get(self.port, "/csp/topics")[0] == 400:
@@ -117,6 +142,12 @@ class Host(Process):
             if time.time() > deadline:
                 raise RuntimeError(f"{self.name}'s cluster link is {self.cluster()['link']}; see {self.log}")
             time.sleep(0.1)
+
+    def cpu_split(self):
+        """CPU time so far: the master (its link to Redis) and the rest (the workers)."""
+        pids = self.pids()
+        master = task_cpu_ns(pids[0])
+        return {"master": master, "workers": sum(task_cpu_ns(p) for p in pids[1:])}
 
     def status(self):
         return json.loads(get(self.port, "/-/status")[1])
@@ -145,10 +176,20 @@ class Host(Process):
         return "not found"
 
     def problems(self):
-        """The log's warnings and errors, but the one about running as root."""
-        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
-        return [line for line in lines if re.search(r" (warning|error|critical) \[", line)
-                and "started as root without --user" not in line]
+        """Its logs' warnings and errors, but the one about running as root."""
+        found = []
+        for log in sorted(self.work.glob("log*")):
+            found += [f"{self.name} {log.name}: {line}" for line in log.read_text(errors="replace").splitlines()
+                      if re.search(r" (warning|error|critical) \[", line)
+                      and "started as root without --user" not in line]
+        return found
+
+
+def start_all(processes):
+    for p in processes:
+        p.launch()
+    for p in processes:
+        p.ready()
 
 
 class Forwarder:
@@ -271,30 +312,45 @@ def wait_progress(subscribers, group, deadline):
     return False
 
 
-def latency_phase(args, hosts, redis, binary, work):
-    rates = [args.rate // args.topics + (1 if t < args.rate % args.topics else 0) for t in range(args.topics)]
+def proc_stat():
+    """(busy, total) jiffies of the whole machine."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def latency_step(args, rate, step, hosts, redis, binary, work):
+    """One rate: RATE messages/s over TOPICS paced publishers to SUBSCRIBERS subscribers."""
+    rates = [rate // args.topics + (1 if t < rate % args.topics else 0) for t in range(args.topics)]
     counts = [int(r * args.seconds) for r in rates]
+    topic = lambda t: f"s{step}t{t}"  # noqa: E731 -- each step its own topics
     spec = []
     for i in range(args.subscribers):
         t, j = i % args.topics, i // args.topics
         h = (t + j) % HOSTS
-        spec.append((0, h, hosts[h].port, f"t{t}", counts[t]))
-    subscribers = Subscribers(binary, work, "latency", spec)
+        spec.append((0, h, hosts[h].port, topic(t), counts[t]))
+    subscribers = Subscribers(binary, work, f"latency{step}", spec)
     try:
-        rounds = warm_up(hosts, subscribers, {f"t{t}": [(t + k) % HOSTS for k in range(HOSTS)]
+        rounds = warm_up(hosts, subscribers, {topic(t): [(t + k) % HOSTS for k in range(HOSTS)]
                                               for t in range(args.topics)})
         before = {h.name: h.cluster() for h in hosts}
-        cpu_before = {**{h.name: h.cpu_ns() for h in hosts}, "redis": redis.cpu_ns(), "client": subscribers.cpu_ns()}
+
+        def cpu_now():
+            return {**{f"{h.name}_{part}": ns for h in hosts for part, ns in h.cpu_split().items()},
+                    "redis": redis.cpu_ns(), "client": subscribers.cpu_ns()}
+
+        cpu_before, machine_before = cpu_now(), proc_stat()
         subscribers.ask("reset")
         began = time.time()
         for t in range(args.topics):
             h = t % HOSTS
-            hosts[h].publish(f"t{t}", f"p{h}-{t}", counts[t], rate=rates[t])
+            hosts[h].publish(topic(t), f"p{h}-{t}", counts[t], rate=rates[t])
         started_s = time.time() - began
         complete = wait_progress(subscribers, 0, began + args.seconds + args.settle)
         settled_s = time.time() - began
-        cpu = {**{h.name: h.cpu_ns() for h in hosts}, "redis": redis.cpu_ns(), "client": subscribers.cpu_ns()}
-        cpu = {name: (cpu[name] - cpu_before[name]) / 1e9 for name in cpu}
+        cpu, machine = cpu_now(), proc_stat()
+        cpu = {name: round((cpu[name] - cpu_before[name]) / 1e9, 3) for name in cpu}
+        busy = (machine[0] - machine_before[0]) / max(machine[1] - machine_before[1], 1)
         report = subscribers.ask("report")
         status = subscribers.ask("status")
         publishers = {}
@@ -304,10 +360,11 @@ def latency_phase(args, hosts, redis, binary, work):
         after = {h.name: h.cluster() for h in hosts}
     finally:
         subscribers.stop()
-    return {"rates": sorted(set(rates)), "messages": sum(counts), "warm_up_rounds": rounds,
+    return {"rate": rate, "rates_per_topic": sorted(set(rates)), "messages": sum(counts), "warm_up_rounds": rounds,
             "publishers_started_s": round(started_s, 3), "complete": complete, "settled_s": round(settled_s, 3),
-            "cpu_s": cpu, "client": report, "closed": status["closed"], "close_codes": status["codes"],
-            "publishers": publishers, "cluster_before": before, "cluster_after": after}
+            "cpu_s": cpu, "machine_busy": round(busy, 3), "client": report, "closed": status["closed"],
+            "close_codes": status["codes"], "publishers": publishers, "cluster_before": before,
+            "cluster_after": after}
 
 
 def bytes_phase(args, hosts, forwarder, binary, work):
@@ -343,154 +400,175 @@ def bytes_phase(args, hosts, forwarder, binary, work):
     return {"messages": n, "windows": windows, "groups": report["groups"]}
 
 
-def summarise(args, latency, bytes_):
-    c = latency["client"]
+def step_summary(args, step):
+    c = step["client"]
     local, remote = c["local"], c["remote"]
     group = c["groups"]["0"]
-    publishers = latency["publishers"].values()
+    publishers = step["publishers"].values()
     again = sum(int(m.group(1)) for p in publishers if (m := re.search(r"again (\d+)", p)))
     failed = sum(int(m.group(1)) for p in publishers if (m := re.search(r"failed (\d+)", p)))
-    unfinished = [tag for tag, p in latency["publishers"].items() if not p.startswith("published")]
-    seconds = c["seconds"]
-    spikes = [{"second": s, "local_max_ms": round(x[1] / 1e3, 2), "remote_max_ms": round(x[4] / 1e3, 2),
-               "local_over_5ms": x[2], "remote_over_5ms": x[5]} for s, x in enumerate(seconds) if x[2] or x[5]]
-    w = bytes_["windows"]
-    idle_rate = w["idle"]["from_redis"] / w["idle"]["seconds"]
+    unfinished = [tag for tag, p in step["publishers"].items() if not p.startswith("published")]
+    over = [{"second": i, "local_max_ms": round(x[1] / 1e3, 2), "remote_max_ms": round(x[4] / 1e3, 2),
+             "local_over_5ms": x[2], "remote_over_5ms": x[5]} for i, x in enumerate(c["seconds"]) if x[2] or x[5]]
+    cpu = step["cpu_s"]
     return {
-        "deliveries_per_s": args.rate * args.subscribers / args.topics,
-        "local": local, "remote": remote,
+        "rate": step["rate"], "deliveries_per_s": step["rate"] * args.subscribers / args.topics,
+        "machine_busy": step["machine_busy"], "local": local, "remote": remote,
         "added_p50_ms": (remote["p50_us"] - local["p50_us"]) / 1e3,
         "added_p99_ms": (remote["p99_us"] - local["p99_us"]) / 1e3,
         "received": group["received"], "expected": group["expected"], "missing": group["missing"],
         "duplicates": group["duplicates"], "disorder": group["disorder"], "complete_subscribers": group["complete"],
-        "publish_again": again, "publish_failed": failed, "publishers_unfinished": unfinished,
+        "closed": step["closed"], "publish_again": again, "publish_failed": failed,
+        "publishers_unfinished": unfinished, "seconds": len(c["seconds"]), "seconds_over_5ms": over,
+        "cpu_masters_s": sum(v for k, v in cpu.items() if k.endswith("_master")),
+        "cpu_workers_s": sum(v for k, v in cpu.items() if k.endswith("_workers")),
+        "cpu_redis_s": cpu["redis"], "cpu_client_s": cpu["client"], "window_s": step["settled_s"],
         "client_us_per_frame": c["cpu_s"] * 1e6 / max(c["frames"], 1),
         "client_frames_per_recv": c["frames"] / max(c["recvs"], 1),
         "client_ceiling_per_s": c["frames"] / c["cpu_s"] if c["cpu_s"] else None,
-        "seconds_over_5ms": spikes,
-        "bytes_idle_from_redis_per_s": idle_rate,
-        "bytes_quiet_from_redis": w["quiet"]["from_redis"],
-        "bytes_quiet_from_redis_beyond_pings": w["quiet"]["from_redis"] - idle_rate * w["quiet"]["seconds"],
-        "bytes_busy_from_redis_per_message": (w["busy"]["from_redis"] - idle_rate * w["busy"]["seconds"])
+    }
+
+
+def bytes_summary(bytes_):
+    w = bytes_["windows"]
+    idle_rate = w["idle"]["from_redis"] / w["idle"]["seconds"]
+    return {
+        "idle_from_redis_per_s": idle_rate,
+        "quiet_from_redis": w["quiet"]["from_redis"],
+        "quiet_from_redis_beyond_pings": w["quiet"]["from_redis"] - idle_rate * w["quiet"]["seconds"],
+        "busy_from_redis_per_message": (w["busy"]["from_redis"] - idle_rate * w["busy"]["seconds"])
         / bytes_["messages"],
     }
 
 
-def markdown(args, s, latency, bytes_, problems):
+def markdown(args, steps, summaries, bytes_, b, problems):
     ms = lambda us: f"{us / 1e3:.2f}"  # noqa: E731
-    c = latency["client"]
-    cpu = latency["cpu_s"]
-    took = args.seconds
-    w = bytes_["windows"]
-    n = bytes_["messages"]
+    per_topic = args.subscribers // args.topics
     lines = [
-        f"`python3 bench/cluster.py --rate {args.rate} --subscribers {args.subscribers} --topics {args.topics} "
-        f"--seconds {args.seconds:g} --quiet {args.quiet}` ({datetime.date.today()}, {os.cpu_count()} CPUs, "
-        f"{platform.machine()}): one redis-server, 3 cspd hosts of {args.workers} workers, loopback, nothing pinned.",
+        f"`python3 bench/cluster.py --rates {','.join(map(str, args.rates))} --subscribers {args.subscribers} "
+        f"--topics {args.topics} --seconds {args.seconds:g} --quiet {args.quiet}` ({datetime.date.today()}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}): one redis-server 7, 3 cspd hosts of {args.workers} workers "
+        f"(--cluster), loopback, nothing pinned; the numbers below are from one run.",
         "",
         "**Caveat**: 2 cores carry everything: 3 hosts × 3 processes, Redis, the publishers' threads and the "
         "subscribers' client. The absolute numbers say more about this machine (which drifts, up to 2x within "
-        "hours) than about cspd; the difference between local and remote delivery, in the same run, is the "
-        "figure to read.",
+        "hours) than about cspd; local and remote delivery, measured side by side in the same run, is the "
+        "comparison to read, and only where the machine is not saturated (\"busy\", all CPU time of the machine "
+        "over the step: past about 90 %, latency is queueing for a core).",
         "",
         "## Publish → delivery on another host",
         "",
-        f"{args.rate:,} messages/s in all for {took:g} s, published by {args.topics} paced publishers "
-        f"(topics.c `?pub=tT&rate={'/'.join(map(str, latency['rates']))}&stamp=1`, each a thread in one worker; "
-        f"topic t published by host t mod 3) to {args.subscribers:,} subscribers, {args.subscribers // args.topics} "
-        f"a topic, each topic's spread over the 3 hosts ({(args.subscribers // args.topics + 2) // 3} on the "
-        f"publisher's host at most). Why topics: {args.rate:,}/s fanned out to all {args.subscribers:,} would be "
-        f"{args.rate * args.subscribers:,} deliveries/s, which 2 cores cannot carry (bench/results/ws.md: a loopback "
-        f"write alone costs several µs here); {args.topics} topics make {s['deliveries_per_s']:,.0f} deliveries/s, "
+        f"Each rate: hosts started afresh, then {args.topics} paced publishers (topics.c "
+        f"`?pub=TOPIC&rate=RATE/{args.topics}&stamp=1`, each a thread in one worker; topic t published by host "
+        f"t mod 3) publish RATE messages/s in all for {args.seconds:g} s to {args.subscribers:,} subscribers, "
+        f"{per_topic} a topic, each topic's spread over the 3 hosts (the j-th of topic t on host (t + j) mod 3: "
+        f"{(per_topic + 2) // 3} on the publisher's host, the others on the 2 other hosts). Why topics: "
+        f"{max(args.rates):,} messages/s each fanned out to all {args.subscribers:,} would be "
+        f"{max(args.rates) * args.subscribers:,} deliveries/s, which 2 cores cannot carry (a loopback write "
+        f"alone costs several µs here: bench/results/ws.md); over {args.topics} topics it is RATE × {per_topic}, "
         f"and every message still crosses Redis to the 2 other hosts.",
         "",
         "Latency = the subscriber's recv() time − the CLOCK_MONOTONIC stamp taken just before `csp_publish` "
-        "(one machine, one clock), in ms:",
+        "(one machine, one clock), in ms; (a) subscribers on the publisher's host (the local fan-out), (b) "
+        "subscribers on the other hosts (worker → its master → Redis → the other host's master → its workers):",
         "",
-        "| delivery | messages | p50 | p90 | p99 | p99.9 | max |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| messages/s | deliveries/s | busy | (a) p50 | (a) p99 | (b) p50 | (b) p99 | (b) max | added p50 | "
+        "**added p99** | lost | seconds with > 5 ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, label in (("local", "(a) to subscribers on the publisher's host"),
-                        ("remote", "(b) to subscribers on the other hosts (via Redis)")):
-        h = s[name]
-        lines.append(f"| {label} | {h['n']:,} | {ms(h['p50_us'])} | {ms(h['p90_us'])} | {ms(h['p99_us'])} | "
-                     f"{ms(h['p999_us'])} | {ms(h['max_us'])} |")
-    verdict = "met" if s["added_p99_ms"] < 5 else "NOT met"
-    lost = "none lost" if not s["missing"] and not s["duplicates"] and not s["disorder"] else "SOME LOST OR OUT OF ORDER"
+    for x in summaries:
+        lost = x["missing"] + x["duplicates"] + x["disorder"]
+        lines.append(
+            f"| {x['rate']:,} | {x['deliveries_per_s']:,.0f} | {100 * x['machine_busy']:.0f} % | "
+            f"{ms(x['local']['p50_us'])} | {ms(x['local']['p99_us'])} | {ms(x['remote']['p50_us'])} | "
+            f"{ms(x['remote']['p99_us'])} | {ms(x['remote']['max_us'])} | {x['added_p50_ms']:.2f} | "
+            f"**{x['added_p99_ms']:.2f}** | {lost} | {len(x['seconds_over_5ms'])} of {x['seconds']} |")
+    lines += ["", "Target (the issue): under 5 ms added at p99, at 10,000 messages/s to 1,000 subscribers."]
+    for x in summaries:
+        verdict = "met" if x["added_p99_ms"] < 5 else "not met"
+        saturated = x["machine_busy"] >= 0.9
+        lines.append(
+            f"- {x['rate']:,}/s: {x['added_p99_ms']:.2f} ms added at p99 ({verdict}"
+            + ("; the machine was saturated, so this is mostly queueing for a core" if saturated else "") + "). "
+            f"Received {x['received']:,} of {x['expected']:,} (missing {x['missing']}, duplicates "
+            f"{x['duplicates']}, out of order {x['disorder']}; {x['complete_subscribers']:,} subscribers of "
+            f"{args.subscribers:,} complete, {x['closed']} closed; publishers again {x['publish_again']}, failed "
+            f"{x['publish_failed']}, unfinished {len(x['publishers_unfinished'])}). CPU over the "
+            f"{x['window_s']:.1f} s: masters {x['cpu_masters_s']:.1f} s, workers {x['cpu_workers_s']:.1f} s, "
+            f"redis {x['cpu_redis_s']:.1f} s, client {x['cpu_client_s']:.1f} s.")
+        if x["seconds_over_5ms"]:
+            lines.append("  Seconds with a delivery over 5 ms: " + ", ".join(
+                f"s{y['second']} (a) max {y['local_max_ms']} / (b) max {y['remote_max_ms']} ms"
+                for y in x["seconds_over_5ms"][:6]) + (" ..." if len(x["seconds_over_5ms"]) > 6 else "") + ".")
+    top = max(summaries, key=lambda x: x["deliveries_per_s"])
     lines += [
         "",
-        f"- Crossing hosts adds {s['added_p50_ms']:.2f} ms at p50 and **{s['added_p99_ms']:.2f} ms at p99** "
-        f"((b) − (a)); target: under 5 ms at p99: {verdict}.",
-        f"- Counts: {s['received']:,} received of {s['expected']:,} expected ({lost}: missing {s['missing']}, "
-        f"duplicates {s['duplicates']}, out of order {s['disorder']}); {s['complete_subscribers']:,} of "
-        f"{args.subscribers:,} subscribers complete; {latency['closed']} closed; publishers: again "
-        f"{s['publish_again']}, failed {s['publish_failed']}, unfinished {len(s['publishers_unfinished'])}.",
-        f"- Seconds with a delivery over 5 ms: {len(s['seconds_over_5ms'])} of {len(c['seconds'])}"
-        + (": " + ", ".join(f"s{x['second']} (local max {x['local_max_ms']} ms, remote max {x['remote_max_ms']} ms)"
-                            for x in s["seconds_over_5ms"][:8]) if s["seconds_over_5ms"] else "") + ".",
-        f"- CPU over the {latency['settled_s']:.1f} s of publishing: "
-        + ", ".join(f"{name} {cpu[name]:.1f} s" for name in cpu)
-        + f" (of {2 * latency['settled_s']:.1f} CPU-seconds).",
-        "",
-        f"The client: bench/ws_subscribers.c (one process, epoll, raw frames), chosen over Python asyncio "
-        f"(tens of thousands of messages/s) and node's `ws` (a JS event per message). Here it used "
-        f"{c['cpu_s']:.2f} CPU-s for {c['frames']:,} frames: {s['client_us_per_frame']:.2f} µs a frame, "
-        f"{s['client_frames_per_recv']:.2f} frames a recv(); its ceiling at that rate of batching is about "
-        f"{s['client_ceiling_per_s']:,.0f} frames/s on a whole core, {s['client_ceiling_per_s'] / s['deliveries_per_s']:.1f}x "
-        f"what it had to read.",
+        f"The client: bench/ws_subscribers.c (built by the script with cc): one process, epoll, raw frames, one "
+        f"recv() per readable socket. At {top['deliveries_per_s']:,.0f} deliveries/s it spent "
+        f"{top['client_us_per_frame']:.2f} µs of CPU a frame at {top['client_frames_per_recv']:.2f} frames a recv(): "
+        f"a ceiling of about {top['client_ceiling_per_s']:,.0f} frames/s on a whole core "
+        + ", ".join(f"({x['client_us_per_frame']:.2f} µs at {x['deliveries_per_s']:,.0f}/s)" for x in summaries
+                    if x is not top)
+        + ". Its cost is the recv() itself (this machine's syscalls are slow), so Python asyncio or node's `ws`, "
+        "which add their own work per message, would only take more of the same 2 cores (not measured here).",
         "",
         "## What a host receives for a topic it has no subscriber to",
         "",
-        f"Host 2 restarted behind a TCP forwarder (Python) to Redis, counting bytes on its link (both of its "
-        f"connections). Hosts 0 and 1 publish {n:,} messages each to `quiet` (2 subscribers on each of them, "
-        f"none on host 2); then host 0 publishes {n:,} to `busy` (2 subscribers on host 2).",
+        f"Host 2 restarted behind a TCP forwarder (Python, counting bytes on both of its connections to Redis). "
+        f"Hosts 0 and 1 publish {bytes_['messages']:,} messages each to `quiet` (2 subscribers on each of them, "
+        f"none on host 2); then host 0 publishes {bytes_['messages']:,} to `busy` (2 subscribers on host 2).",
         "",
-        "| window | seconds | bytes Redis → host 2 | bytes host 2 → Redis | delivered |",
+        "| window | seconds | bytes Redis → host 2 | bytes host 2 → Redis | delivered to the subscribers |",
         "|---|---:|---:|---:|---|",
     ]
-    for name, label in (("idle", "idle (pings only)"), ("quiet", f"`quiet`: {2 * n:,} messages, none for host 2"),
+    w, n = bytes_["windows"], bytes_["messages"]
+    for name, label in (("idle", "idle: its pings"), ("quiet", f"`quiet`: {2 * n:,} messages, none for host 2"),
                         ("busy", f"`busy`: {n:,} messages, host 2 subscribes")):
-        x = w[name]
-        lines.append(f"| {label} | {x['seconds']:.1f} | {x['from_redis']:,} | {x['to_redis']:,} | "
-                     f"{'all' if x['all_delivered'] else 'NOT ALL'} |")
+        y = w[name]
+        lines.append(f"| {label} | {y['seconds']:.1f} | {y['from_redis']:,} | {y['to_redis']:,} | "
+                     f"{'all' if y['all_delivered'] else 'NOT ALL'} |")
     lines += [
         "",
-        f"- For `quiet`, host 2 received {s['bytes_quiet_from_redis']:,} bytes; its pings alone bring "
-        f"{s['bytes_idle_from_redis_per_s']:.0f} bytes/s, so {s['bytes_quiet_from_redis_beyond_pings']:.0f} beyond "
-        f"them: {s['bytes_quiet_from_redis_beyond_pings'] / (2 * n):.3f} bytes per message published elsewhere.",
-        f"- For `busy`, a subscribed host receives about {s['bytes_busy_from_redis_per_message']:.0f} bytes per "
-        f"message from Redis.",
+        f"- `quiet`: host 2 received {b['quiet_from_redis']:,} bytes while {2 * n:,} messages were published "
+        f"elsewhere; its pings alone bring {b['idle_from_redis_per_s']:.0f} bytes/s, so "
+        f"{b['quiet_from_redis_beyond_pings']:.0f} bytes beyond them "
+        f"({b['quiet_from_redis_beyond_pings'] / (2 * n):.3f} a message).",
+        f"- `busy`: a host that subscribes receives about {b['busy_from_redis_per_message']:.0f} bytes a message "
+        f"from Redis (these messages: ~{len('p0-b 4999 1234567890123')} bytes of text).",
         "",
         "## The hosts' logs",
         "",
     ]
     if problems:
-        lines += [f"Warnings and errors (not counting \"started as root without --user\"): {len(problems)}", ""]
-        lines += ["```"] + [line[:200] for line in problems[:20]] + ["```"]
+        lines += [f"Warnings and errors (leaving out \"started as root without --user\"): {len(problems)}", "",
+                  "```"] + [line[:220] for line in problems[:20]] + ["```"]
     else:
-        lines.append("No warnings or errors (but \"started as root without --user\").")
+        lines.append("No warnings or errors (leaving out \"started as root without --user\").")
     return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
-                                     epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", type=Path, default=ROOT / "build",
                         help="a build folder with cspd and test-handlers/topics.so (default: build)")
-    parser.add_argument("--rate", type=int, default=10000, help="messages a second published in all (10,000)")
+    parser.add_argument("--rates", type=lambda v: [int(x) for x in v.split(",")], default=[1000, 3000, 10000],
+                        help="messages a second published in all, a step each (1000,3000,10000)")
     parser.add_argument("--subscribers", type=int, default=1000, help="WebSocket subscribers (1,000)")
     parser.add_argument("--topics", type=int, default=100,
-                        help="topics the subscribers are spread over, each with its paced publisher (100: at most "
-                             "about 60 a host, topics.c keeps 32 per worker)")
-    parser.add_argument("--seconds", type=float, default=15, help="of publishing (15)")
-    parser.add_argument("--settle", type=float, default=10, help="s after publishing to wait for stragglers (10)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes per host (2)")
+                        help="topics the subscribers are spread over, a paced publisher each (100; at most 180: "
+                             "topics.c keeps 32 publishers a worker)")
+    parser.add_argument("--seconds", type=float, default=10, help="of publishing, each rate (10)")
+    parser.add_argument("--settle", type=float, default=10,
+                        help="s after publishing to wait for what is late, at most (10)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes a host (2)")
     parser.add_argument("--quiet", type=int, default=5000, help="messages each host publishes in the bytes test")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"),
                         help="a folder for cluster.md and cluster.json (default bench/results; '' for none)")
     args = parser.parse_args()
-    if args.topics > 60 * HOSTS or args.subscribers < HOSTS * args.topics or args.rate < args.topics:
-        parser.error("--topics at most 180, at least 3 subscribers and 1 message/s per topic")
+    if args.topics > 180 or args.subscribers < HOSTS * args.topics or min(args.rates) < args.topics:
+        parser.error("--topics at most 180, at least 3 subscribers and 1 message/s a topic")
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the cleanup below too
     work = work_folder("cspd-cluster-bench-")
@@ -508,24 +586,23 @@ def main():
                                                 "--protected-mode", "no"])
     hosts = [Host(i, free_port(), work, cspd, handlers, args.workers, redis_port) for i in range(HOSTS)]
     forwarder = None
-    problems = []
+    steps = []
     try:
         redis.start()
-        for h in hosts:
-            h.start()
-        print(f"latency: {args.rate:,} messages/s, {args.subscribers:,} subscribers, {args.topics} topics, "
-              f"{args.seconds:g} s ...", flush=True)
-        latency = latency_phase(args, hosts, redis, binary, work)
-        problems += [f"host{h.index}: {line}" for h in hosts for line in h.problems()]
+        for i, rate in enumerate(args.rates):
+            if i:
+                for h in hosts:
+                    h.stop()
+            start_all(hosts)  # fresh hosts for each rate: topics.c's publishers are 32 a worker, never freed
+            print(f"latency: {rate:,} messages/s, {args.subscribers:,} subscribers, {args.topics} topics, "
+                  f"{args.seconds:g} s ...", flush=True)
+            steps.append(latency_step(args, rate, i, hosts, redis, binary, work))
         print("bytes: host 2 behind a forwarder ...", flush=True)
         hosts[2].stop()
         forwarder = Forwarder(redis_port)
         hosts[2].point_at(forwarder.port)
-        hosts[2].log.rename(hosts[2].work / "log.latency")
         hosts[2].start()
         bytes_ = bytes_phase(args, hosts, forwarder, binary, work)
-        problems += [f"host{h.index}: {line}" for h in hosts for line in h.problems()
-                     if f"host{h.index}: {line}" not in problems]
     except BaseException:
         print(f"failed: the logs stay in {work}", file=sys.stderr)
         raise
@@ -535,16 +612,19 @@ def main():
         redis.stop()
         if forwarder:
             forwarder.close()
+    problems = [line for h in hosts for line in h.problems()]
 
-    s = summarise(args, latency, bytes_)
-    text = markdown(args, s, latency, bytes_, problems)
+    summaries = [step_summary(args, step) for step in steps]
+    b = bytes_summary(bytes_)
+    text = markdown(args, steps, summaries, bytes_, b, problems)
     print(text)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "cluster.json").write_text(json.dumps(
-            {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}, "summary": s,
-             "latency": latency, "bytes": bytes_, "log_problems": problems}, indent=1) + "\n")
+            {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+             "summary": summaries, "bytes_summary": b, "steps": steps, "bytes": bytes_, "log_problems": problems},
+            indent=1) + "\n")
         (out / "cluster.md").write_text("# bench/cluster.py: topics across hosts (--cluster)\n\n" + text + "\n")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -8,8 +8,8 @@
  *
  * Messages (tests/handlers/topics.c): "wH K" is a warm-up from host H; "pH-X K NS" a measured one
  * from host H (NS: CLOCK_MONOTONIC in ns when it was published, this machine's clock). Its latency
- * is the time of the recv() that brought it minus NS, kept at 1 us resolution (up to 1 s; past it,
- * counted and the maximum kept), apart for a publisher on the subscriber's own host ("local") and
+ * is the time of the recv() that brought it minus NS, kept at 1 us resolution up to 1 s and at 1 ms
+ * up to 1,000 s (past it, counted as 1,000 s), apart for a publisher on the subscriber's own host ("local") and
  * on another ("remote"). Each publisher's numbers are checked per subscriber: duplicates, out of
  * order; what is missing is EXPECT minus what came.
  *
@@ -48,7 +48,7 @@ typedef struct {
 } conn;
 
 typedef struct {
-    uint32_t *bins;
+    uint32_t *bins, *slow; /* 1 us bins up to 1 s, 1 ms bins from there to 1,000 s */
     long long n, over, max_ns;
     double sum_us;
 } hist;
@@ -85,6 +85,7 @@ static void die(const char *what) {
 static void reset(void) {
     for (int k = 0; k < 2; ++k) {
         memset(g_hist[k].bins, 0, sizeof(uint32_t) * kBins);
+        memset(g_hist[k].slow, 0, sizeof(uint32_t) * kBins);
         g_hist[k].n = g_hist[k].over = g_hist[k].max_ns = 0;
         g_hist[k].sum_us = 0;
     }
@@ -104,7 +105,8 @@ static void record(int remote, long long latency_ns, long long now) {
     if (latency_ns < 0) latency_ns = 0;
     const long long us = latency_ns / 1000;
     if (us < kBins) ++h->bins[us];
-    else ++h->over;
+    else if (us / 1000 < kBins) ++h->slow[us / 1000], ++h->over;
+    else ++h->slow[kBins - 1], ++h->over;
     ++h->n;
     h->sum_us += latency_ns / 1e3;
     if (latency_ns > h->max_ns) h->max_ns = latency_ns;
@@ -297,6 +299,10 @@ static double percentile(const hist *h, double q) {
         seen += h->bins[i];
         if (seen >= want && want > 0) return (double)i + 0.5;
     }
+    for (long long i = 0; i < kBins; ++i) {
+        seen += h->slow[i];
+        if (seen >= want && want > 0) return (double)i * 1000 + 500;
+    }
     return h->max_ns / 1e3;
 }
 
@@ -392,7 +398,8 @@ int main(int argc, char **argv) {
     long long expect;
     char topic[130];
     for (int k = 0; k < 2; ++k)
-        if (!(g_hist[k].bins = calloc(kBins, sizeof(uint32_t)))) die("calloc");
+        if (!(g_hist[k].bins = calloc(kBins, sizeof(uint32_t))) || !(g_hist[k].slow = calloc(kBins, sizeof(uint32_t))))
+            die("calloc");
     while (fscanf(spec, "%d %d %d %129s %lld", &group, &host, &port, topic, &expect) == 5) {
         if (group < 0 || group >= kGroups || host < 0 || host >= kHosts) {
             fprintf(stderr, "ws_subscribers: a group below %d, a host below %d\n", kGroups, kHosts);
