@@ -46,7 +46,6 @@ import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -167,13 +166,18 @@ class Host(Process):
                 break
         raise RuntimeError(f"{self.name}: {target}: {status} {body!r}")
 
-    def publisher(self, tag):
-        """A paced publisher's state: it lives in one worker, the other says 404 (new connections)."""
-        for _ in range(200):
-            status, body = get(self.port, f"/csp/topics?done={tag}")
+    def publisher(self, tag, seconds=3):
+        """A paced publisher's state once it is over (it sleeps a step after its last message): it lives
+        in one worker, the other says 404 (new connections)."""
+        deadline, body = time.time() + seconds, "not found"
+        for _ in range(1000):
+            status, answer = get(self.port, f"/csp/topics?done={tag}")
             if status == 200:
-                return body.strip()
-        return "not found"
+                body = answer.strip()
+                if not body.startswith("running") or time.time() > deadline:
+                    break
+                time.sleep(0.05)
+        return body
 
     def problems(self):
         """Its logs' warnings and errors, but the one about running as root."""
@@ -253,8 +257,13 @@ class Subscribers:
         self.err = open(work / f"{name}.log", "wb")
         self.proc = subprocess.Popen([str(binary), str(self.spec_file)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.err, text=True, start_new_session=True)
-        first = self.proc.stdout.readline()
+        try:
+            first = self.proc.stdout.readline()
+        except BaseException:
+            self.proc.kill()
+            raise
         if not first:
+            self.proc.wait()
             raise RuntimeError(f"ws_subscribers could not connect; see {work / f'{name}.log'}")
 
     def ask(self, line):
@@ -266,11 +275,7 @@ class Subscribers:
         return json.loads(answer)
 
     def cpu_ns(self):
-        try:
-            return sum(int((t / "schedstat").read_text().split()[0])
-                       for t in Path(f"/proc/{self.proc.pid}/task").iterdir())
-        except (FileNotFoundError, ProcessLookupError):
-            return 0
+        return task_cpu_ns(self.proc.pid)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -339,15 +344,29 @@ def latency_step(args, rate, step, hosts, redis, binary, work):
             return {**{f"{h.name}_{part}": ns for h in hosts for part, ns in h.cpu_split().items()},
                     "redis": redis.cpu_ns(), "client": subscribers.cpu_ns()}
 
+        samples, stop = [], threading.Event()
+
+        def sample():  # each host's link: publishes waiting for Redis's answer, and the oldest one's wait
+            while not stop.wait(0.5):
+                try:
+                    samples.append([round(time.time() - began, 1)] + [
+                        (c["queue_bytes"], c["lag_ms"]) for c in (h.cluster() for h in hosts)])
+                except (OSError, ValueError, KeyError):
+                    pass
+
         cpu_before, machine_before = cpu_now(), proc_stat()
         subscribers.ask("reset")
         began = time.time()
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         for t in range(args.topics):
             h = t % HOSTS
             hosts[h].publish(topic(t), f"p{h}-{t}", counts[t], rate=rates[t])
         started_s = time.time() - began
         complete = wait_progress(subscribers, 0, began + args.seconds + args.settle)
         settled_s = time.time() - began
+        stop.set()
+        sampler.join()
         cpu, machine = cpu_now(), proc_stat()
         cpu = {name: round((cpu[name] - cpu_before[name]) / 1e9, 3) for name in cpu}
         busy = (machine[0] - machine_before[0]) / max(machine[1] - machine_before[1], 1)
@@ -364,7 +383,7 @@ def latency_step(args, rate, step, hosts, redis, binary, work):
             "publishers_started_s": round(started_s, 3), "complete": complete, "settled_s": round(settled_s, 3),
             "cpu_s": cpu, "machine_busy": round(busy, 3), "client": report, "closed": status["closed"],
             "close_codes": status["codes"], "publishers": publishers, "cluster_before": before,
-            "cluster_after": after}
+            "cluster_after": after, "link_samples": samples}
 
 
 def bytes_phase(args, hosts, forwarder, binary, work):
@@ -378,20 +397,18 @@ def bytes_phase(args, hosts, forwarder, binary, work):
         warm_up(hosts, subscribers, {"quiet": [0, 1], "busy": [0]})
         time.sleep(1)
 
-        def window(name, publish, group, seconds=None):
+        def window(name, publish, group, seconds=3):
+            """SECONDS (or until the subscribers have it all, if longer) of counting: as long as the idle
+            window, so that each holds as many pings."""
             start, t0 = forwarder.counts(), time.time()
             answers = publish()
-            ok = True
-            if group is not None:
-                ok = wait_progress(subscribers, group, time.time() + 30)
-                time.sleep(1)  # anything late counts too
-            else:
-                time.sleep(seconds)
+            ok = wait_progress(subscribers, group, time.time() + 30) if group is not None else True
+            time.sleep(max(0.0, t0 + seconds - time.time()))
             end = forwarder.counts()
             windows[name] = {"seconds": round(time.time() - t0, 3), "answers": answers, "all_delivered": ok,
                              **{way: end[way] - start[way] for way in end}}
 
-        window("idle", lambda: [], None, 3)
+        window("idle", lambda: [], None)
         window("quiet", lambda: [hosts[h].publish("quiet", f"p{h}-q", n) for h in (0, 1)], 1)
         window("busy", lambda: [hosts[0].publish("busy", "p0-b", n)], 2)
         report = subscribers.ask("report")
@@ -413,7 +430,9 @@ def step_summary(args, step):
     cpu = step["cpu_s"]
     return {
         "rate": step["rate"], "deliveries_per_s": step["rate"] * args.subscribers / args.topics,
-        "machine_busy": step["machine_busy"], "local": local, "remote": remote,
+        "machine_busy": step["machine_busy"],
+        "others_busy": max(0.0, step["machine_busy"] - sum(cpu.values()) / ((os.cpu_count() or 1) * step["settled_s"])),
+        "local": local, "remote": remote,
         "added_p50_ms": (remote["p50_us"] - local["p50_us"]) / 1e3,
         "added_p99_ms": (remote["p99_us"] - local["p99_us"]) / 1e3,
         "received": group["received"], "expected": group["expected"], "missing": group["missing"],
@@ -426,6 +445,8 @@ def step_summary(args, step):
         "client_us_per_frame": c["cpu_s"] * 1e6 / max(c["frames"], 1),
         "client_frames_per_recv": c["frames"] / max(c["recvs"], 1),
         "client_ceiling_per_s": c["frames"] / c["cpu_s"] if c["cpu_s"] else None,
+        "link_max_lag_ms": max((lag for x in step["link_samples"] for _, lag in x[1:]), default=0),
+        "link_max_queue_bytes": max((q for x in step["link_samples"] for q, _ in x[1:]), default=0),
     }
 
 
@@ -453,8 +474,9 @@ def markdown(args, steps, summaries, bytes_, b, problems):
         "**Caveat**: 2 cores carry everything: 3 hosts × 3 processes, Redis, the publishers' threads and the "
         "subscribers' client. The absolute numbers say more about this machine (which drifts, up to 2x within "
         "hours) than about cspd; local and remote delivery, measured side by side in the same run, is the "
-        "comparison to read, and only where the machine is not saturated (\"busy\", all CPU time of the machine "
-        "over the step: past about 90 %, latency is queueing for a core).",
+        "comparison to read, and only where the machine is not saturated (\"busy\": all CPU time of the machine "
+        "over the step, past about 90 % latency is queueing for a core; \"others\": the part of it not taken by "
+        "this benchmark's processes, i.e. something else running on the machine).",
         "",
         "## Publish → delivery on another host",
         "",
@@ -472,30 +494,43 @@ def markdown(args, steps, summaries, bytes_, b, problems):
         "(one machine, one clock), in ms; (a) subscribers on the publisher's host (the local fan-out), (b) "
         "subscribers on the other hosts (worker → its master → Redis → the other host's master → its workers):",
         "",
-        "| messages/s | deliveries/s | busy | (a) p50 | (a) p99 | (b) p50 | (b) p99 | (b) max | added p50 | "
-        "**added p99** | lost | seconds with > 5 ms |",
+        "| messages/s | deliveries/s | busy (others) | (a) p50 | (a) p99 | (b) p50 | (b) p99 | (b) max | added p50 | "
+        "**added p99** | missing (out of order) | seconds with > 5 ms |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for x in summaries:
-        lost = x["missing"] + x["duplicates"] + x["disorder"]
+        lost = f"{x['missing']:,} ({x['disorder']:,})"
         lines.append(
-            f"| {x['rate']:,} | {x['deliveries_per_s']:,.0f} | {100 * x['machine_busy']:.0f} % | "
+            f"| {x['rate']:,} | {x['deliveries_per_s']:,.0f} | {100 * x['machine_busy']:.0f} % "
+            f"({100 * x['others_busy']:.0f} %) | "
             f"{ms(x['local']['p50_us'])} | {ms(x['local']['p99_us'])} | {ms(x['remote']['p50_us'])} | "
             f"{ms(x['remote']['p99_us'])} | {ms(x['remote']['max_us'])} | {x['added_p50_ms']:.2f} | "
             f"**{x['added_p99_ms']:.2f}** | {lost} | {len(x['seconds_over_5ms'])} of {x['seconds']} |")
     lines += ["", "Target (the issue): under 5 ms added at p99, at 10,000 messages/s to 1,000 subscribers."]
     for x in summaries:
         verdict = "met" if x["added_p99_ms"] < 5 else "not met"
-        saturated = x["machine_busy"] >= 0.9
+        caveat = ""
+        if x["others_busy"] >= 0.1:
+            caveat += f"; other processes took {100 * x['others_busy']:.0f} % of the machine meanwhile"
+        if x["machine_busy"] >= 0.9:
+            caveat += "; the machine was saturated: the latencies include queueing for a core"
         lines.append(
-            f"- {x['rate']:,}/s: {x['added_p99_ms']:.2f} ms added at p99 ({verdict}"
-            + ("; the machine was saturated, so this is mostly queueing for a core" if saturated else "") + "). "
+            f"- {x['rate']:,}/s: {x['added_p99_ms']:.2f} ms added at p99 ({verdict}{caveat}). "
             f"Received {x['received']:,} of {x['expected']:,} (missing {x['missing']}, duplicates "
             f"{x['duplicates']}, out of order {x['disorder']}; {x['complete_subscribers']:,} subscribers of "
             f"{args.subscribers:,} complete, {x['closed']} closed; publishers again {x['publish_again']}, failed "
-            f"{x['publish_failed']}, unfinished {len(x['publishers_unfinished'])}). CPU over the "
-            f"{x['window_s']:.1f} s: masters {x['cpu_masters_s']:.1f} s, workers {x['cpu_workers_s']:.1f} s, "
-            f"redis {x['cpu_redis_s']:.1f} s, client {x['cpu_client_s']:.1f} s.")
+            f"{x['publish_failed']}, unfinished {len(x['publishers_unfinished'])})"
+            + ("; **lost silently**: the subscribers (without ?gap=1) would have been closed with 1012 had a "
+               "gap been told, and none was" if (x["missing"] or x["disorder"]) and not x["closed"] else "")
+            + f". CPU over the {x['window_s']:.1f} s: masters {x['cpu_masters_s']:.1f} s, workers "
+            f"{x['cpu_workers_s']:.1f} s, redis {x['cpu_redis_s']:.1f} s, client {x['cpu_client_s']:.1f} s. "
+            f"Publishes waiting for Redis's answer (/-/status, every 0.5 s): at most "
+            f"{x['link_max_queue_bytes']:,} bytes on a host, the oldest {x['link_max_lag_ms']} ms.")
+        if x["link_max_lag_ms"] >= 100:
+            lines.append(
+                f"  The remote delay is publishes queued in the hosts' links waiting for Redis's answer (the oldest "
+                f"{x['link_max_lag_ms'] / 1e3:.1f} s): Redis, one thread, had {100 * x['cpu_redis_s'] / x['window_s']:.0f} % "
+                f"of a core among the hosts' threads; the local fan-out does not wait for Redis.")
         if x["seconds_over_5ms"]:
             lines.append("  Seconds with a delivery over 5 ms: " + ", ".join(
                 f"s{y['second']} (a) max {y['local_max_ms']} / (b) max {y['remote_max_ms']} ms"
@@ -506,10 +541,11 @@ def markdown(args, steps, summaries, bytes_, b, problems):
         f"The client: bench/ws_subscribers.c (built by the script with cc): one process, epoll, raw frames, one "
         f"recv() per readable socket. At {top['deliveries_per_s']:,.0f} deliveries/s it spent "
         f"{top['client_us_per_frame']:.2f} µs of CPU a frame at {top['client_frames_per_recv']:.2f} frames a recv(): "
-        f"a ceiling of about {top['client_ceiling_per_s']:,.0f} frames/s on a whole core "
-        + ", ".join(f"({x['client_us_per_frame']:.2f} µs at {x['deliveries_per_s']:,.0f}/s)" for x in summaries
-                    if x is not top)
-        + ". Its cost is the recv() itself (this machine's syscalls are slow), so Python asyncio or node's `ws`, "
+        f"a ceiling of about {top['client_ceiling_per_s']:,.0f} frames/s on a whole core at that batching ("
+        + "; ".join(f"{x['client_us_per_frame']:.2f} µs a frame at {x['deliveries_per_s']:,.0f}/s, "
+                    f"{x['client_frames_per_recv']:.2f} a recv(): {x['client_ceiling_per_s']:,.0f}/s"
+                    for x in summaries if x is not top)
+        + "). Its cost is the recv() itself (this machine's syscalls are slow), so Python asyncio or node's `ws`, "
         "which add their own work per message, would only take more of the same 2 cores (not measured here).",
         "",
         "## What a host receives for a topic it has no subscriber to",
@@ -529,10 +565,11 @@ def markdown(args, steps, summaries, bytes_, b, problems):
                      f"{'all' if y['all_delivered'] else 'NOT ALL'} |")
     lines += [
         "",
-        f"- `quiet`: host 2 received {b['quiet_from_redis']:,} bytes while {2 * n:,} messages were published "
-        f"elsewhere; its pings alone bring {b['idle_from_redis_per_s']:.0f} bytes/s, so "
-        f"{b['quiet_from_redis_beyond_pings']:.0f} bytes beyond them "
-        f"({b['quiet_from_redis_beyond_pings'] / (2 * n):.3f} a message).",
+        f"- `quiet`: host 2 received {b['quiet_from_redis']:,} bytes in {w['quiet']['seconds']:.1f} s while "
+        f"{2 * n:,} messages were published elsewhere, against {w['idle']['from_redis']:,} in the idle "
+        f"{w['idle']['seconds']:.1f} s (the answers to its pings, one a second on each of its 2 connections): "
+        f"{b['quiet_from_redis_beyond_pings']:.0f} bytes beyond the pings' rate, "
+        f"{b['quiet_from_redis_beyond_pings'] / (2 * n):.3f} a message: nothing of these messages reaches it.",
         f"- `busy`: a host that subscribes receives about {b['busy_from_redis_per_message']:.0f} bytes a message "
         f"from Redis (these messages: ~{len('p0-b 4999 1234567890123')} bytes of text).",
         "",

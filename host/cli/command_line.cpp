@@ -87,6 +87,7 @@ struct Readings {
         if (!cluster.empty()) {
             config.cluster = cluster_options;
             config.cluster->address = parse_redis_address(cluster, error).value_or(RedisAddress());
+            config.cluster->max_message = config.connection.websocket.max_message;
         }
     }
 

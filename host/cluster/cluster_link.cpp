@@ -66,6 +66,7 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
         std::uint64_t sequence;
         Clock::time_point at;
         std::uint64_t cookie;
+        unsigned skips = 0;  // not a message: the topic's offset moves on by this many
     };
 
     asio::io_context& io;
@@ -83,7 +84,7 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
     bool said_down = false;
     std::uint64_t generation = 0;  // one per connection attempt: late callbacks of an older one are ignored
     Clock::duration backoff = kFirstBackoff;
-    std::string publish_sha, recover_sha;
+    std::string publish_sha, recover_sha, skip_sha;
     std::deque<Pending> queue;  // in publish order; the first `sent` are sent and await their answer
     std::size_t sent = 0;
     std::size_t queued_bytes = 0;
@@ -91,6 +92,14 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
     std::set<std::string> wanted;
     ClusterReport counts;
     Clock::time_point last_error_log{};
+    bool refusing = false;  // Redis refuses publishes for now (loading, read-only, out of memory): back off
+
+    resp::Limits reply_limits() const {
+        resp::Limits limits;
+        // A recovery's page of messages as large as a message may be, with room for their fields.
+        limits.max_bulk = std::max(limits.max_bulk, options.max_message + 4096);
+        return limits;
+    }
 
     // --- connecting ------------------------------------------------------------------
 
@@ -105,7 +114,8 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
              [weak, attempt](const std::string& why) {
                  if (auto self = weak.lock(); self && self->generation == attempt) self->lost(why);
              },
-             {}});
+             {}},
+            reply_limits());
     }
 
     void load_scripts(std::uint64_t attempt) {
@@ -119,13 +129,16 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
                     return;
                 }
                 (*self).*sha = reply.text;
-                if (!self->publish_sha.empty() && !self->recover_sha.empty()) self->commands_ready(attempt);
+                if (!self->publish_sha.empty() && !self->recover_sha.empty() && !self->skip_sha.empty())
+                    self->commands_ready(attempt);
             };
         };
         publish_sha.clear();
         recover_sha.clear();
+        skip_sha.clear();
         commands->send({"SCRIPT", "LOAD", topic_wire::kPublishScript}, loaded(&Impl::publish_sha));
         commands->send({"SCRIPT", "LOAD", topic_wire::kRecoverScript}, loaded(&Impl::recover_sha));
+        commands->send({"SCRIPT", "LOAD", topic_wire::kSkipScript}, loaded(&Impl::skip_sha));
     }
 
     void commands_ready(std::uint64_t attempt) {
@@ -141,13 +154,14 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
              },
              [weak, attempt](resp::Value& value) {
                  if (auto self = weak.lock(); self && self->generation == attempt) self->pushed(value);
-             }});
+             }},
+            reply_limits());
         send_queued();
     }
 
     void subscriptions_ready() {
         subscriptions_up = true;
-        backoff = kFirstBackoff;
+        if (!refusing) backoff = kFirstBackoff;  // (a Redis that refuses publishes keeps the back-off growing)
         if (ever_up) ++counts.reconnects;
         spdlog::info("cluster: {} to {} ({} topic(s) subscribed, {} publish(es) waiting)",
                      ever_up ? "connected again" : "connected", options.address.text(), wanted.size(), queue.size());
@@ -206,35 +220,69 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
         if (!commands_up) return;
         while (sent < queue.size() && sent < kInFlight) {
             const Pending& p = queue[sent++];
+            auto answered = [weak = weak_from_this(), attempt = generation](resp::Value& reply) {
+                if (auto self = weak.lock(); self && self->generation == attempt) self->published(reply);
+            };
+            if (p.skips) {
+                const std::string epoch = origin + ".s" + std::to_string(next_sequence);
+                commands->send({"EVALSHA", skip_sha, "1", topic_wire::meta_key(p.topic), topic_wire::channel(p.topic),
+                                std::to_string(p.skips), origin, epoch},
+                               std::move(answered));
+                continue;
+            }
             const std::string meta = topic_wire::meta_key(p.topic), stream = topic_wire::stream_key(p.topic),
-                              channel = topic_wire::channel(p.topic), history = std::to_string(options.history),
-                              ttl = std::to_string(options.history_ttl_s), sequence = std::to_string(p.sequence),
-                              epoch = origin + "." + sequence;
-            commands->send({"EVALSHA", publish_sha, "2", meta, stream, channel, history, ttl, origin, sequence,
+                              sent_by = topic_wire::origin_key(p.topic, origin), channel = topic_wire::channel(p.topic),
+                              history = std::to_string(options.history), ttl = std::to_string(options.history_ttl_s),
+                              sequence = std::to_string(p.sequence), epoch = origin + "." + sequence;
+            commands->send({"EVALSHA", publish_sha, "3", meta, stream, sent_by, channel, history, ttl, origin, sequence,
                             p.binary ? "b" : "t", epoch, p.data},
-                           [weak = weak_from_this(), attempt = generation](resp::Value& reply) {
-                               if (auto self = weak.lock(); self && self->generation == attempt) self->published(reply);
-                           });
+                           std::move(answered));
         }
     }
 
     void published(resp::Value& reply) {
         if (queue.empty() || sent == 0) return;
+        bool skip_it = false;
         if (reply.type == resp::Type::error) {
             if (reply.text.starts_with("NOSCRIPT")) {
                 lost("its scripts are gone (NOSCRIPT): loading them again");
                 return;
             }
+            // Refused for now (loading after a restart, a replica, out of memory, busy): kept, and
+            // sent again in order after a back-off.
+            for (const std::string_view now : {"LOADING", "READONLY", "OOM", "MASTERDOWN", "BUSY", "TRYAGAIN",
+                                               "CLUSTERDOWN", "NOREPLICAS"})
+                if (reply.text.starts_with(now)) {
+                    refusing = true;
+                    log_error("Redis refuses publishes for now (" + reply.text + "): they wait, and go again");
+                    lost("Redis refused a publish for now: " + reply.text);
+                    return;
+                }
+            // Refused for good: the other hosts must see a hole where it would have been.
             ++counts.failed;
-            log_error("a publish to topic '" + queue.front().topic + "' was refused: " + reply.text);
-        } else if (number_of(reply) > 0) {
+            log_error("a publish to topic '" + queue.front().topic + "' was refused: " + reply.text +
+                      "; the other hosts' subscribers are told of a gap");
+            skip_it = queue.front().skips == 0;
+        } else if (queue.front().skips == 0 && number_of(reply) > 0) {
             ++counts.published;
+            refusing = false;
         }
         const Pending done = std::move(queue.front());
         queued_bytes -= done.data.size();
         queue.pop_front();
         --sent;
-        if (settled_fn) settled_fn(done.cookie, done.data.size());
+        if (settled_fn && done.skips == 0) settled_fn(done.cookie, done.data.size());
+        if (skip_it) skip(done.topic);  // its hole, so that the other hosts say a gap
+        send_queued();
+    }
+
+    void skip(std::string_view topic) {
+        // Coalesced with a skip of the same topic still waiting at the queue's tail.
+        if (!queue.empty() && queue.size() > sent && queue.back().skips && queue.back().topic == topic) {
+            ++queue.back().skips;
+            return;
+        }
+        queue.push_back({std::string(topic), {}, false, 0, Clock::now(), 0, 1});
         send_queued();
     }
 
@@ -243,6 +291,7 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
             ++counts.refused;
             log_error("the queue of publishes waiting for Redis holds twice --cluster-queue (" +
                       std::to_string(options.queue_bytes) + " bytes): a publish reaches this host only");
+            skip(topic);  // the other hosts see its hole
             return false;
         }
         queue.push_back({std::string(topic), std::string(data), binary, next_sequence++, Clock::now(), cookie});
@@ -335,7 +384,7 @@ struct ClusterLink::Impl final : TopicPositions::Actions, std::enable_shared_fro
                            if (reply.type != resp::Type::array || reply.items.size() != 2) return;
                            const resp::Value& epoch = reply.items[0];
                            self->positions.started(name, epoch.type == resp::Type::bulk ? epoch.text : std::string_view(),
-                                                   number_of(reply.items[1]));
+                                                   number_of(reply.items[1]), *self);
                        });
     }
 
@@ -366,6 +415,8 @@ void ClusterLink::start() {
 bool ClusterLink::publish(std::string_view topic, std::string_view data, bool binary, std::uint64_t cookie) {
     return impl_->publish(topic, data, binary, cookie);
 }
+
+void ClusterLink::skip(std::string_view topic) { impl_->skip(topic); }
 
 void ClusterLink::want(std::string_view topic) { impl_->want(topic); }
 

@@ -32,6 +32,7 @@ struct ClusterOptions {
     std::size_t history = 1000;          ///< --cluster-history: entries kept per topic
     unsigned history_ttl_s = 600;        ///< --cluster-history-ttl: seconds an entry is kept at most
     std::size_t queue_bytes = 16u << 20;  ///< --cluster-queue: publishes waiting for Redis, at most
+    std::size_t max_message = 1u << 20;   ///< --ws-max-message: no message is larger (what Redis may send is bounded by it)
 };
 
 /// What the link has done; read on its loop.
@@ -66,6 +67,9 @@ public:
     /// A message this host's workers published (and delivered here already): false when the queue
     /// holds twice --cluster-queue (it does not cross; nothing is settled for it).
     bool publish(std::string_view topic, std::string_view data, bool binary, std::uint64_t cookie = 0);
+    /// A publish to `topic` stayed on this host: the topic's offsets skip one, in order with the
+    /// host's other publishes, so that the other hosts see the hole and say a gap.
+    void skip(std::string_view topic);
     /// This host's first subscriber to `topic` came; its last one went.
     void want(std::string_view topic);
     void unwant(std::string_view topic);

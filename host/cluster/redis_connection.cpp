@@ -16,8 +16,8 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 struct RedisConnection::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context& io, RedisConnection::Events told)
-        : resolver(io), socket(io), timer(io), events(std::move(told)) {}
+    Impl(asio::io_context& io, RedisConnection::Events told, resp::Limits limits)
+        : resolver(io), socket(io), timer(io), events(std::move(told)), reader(limits) {}
 
     asio::ip::tcp::resolver resolver;
     asio::generic::stream_protocol::socket socket;
@@ -157,8 +157,9 @@ struct RedisConnection::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-std::unique_ptr<RedisConnection> RedisConnection::open(asio::io_context& io, const RedisAddress& address, Events events) {
-    auto impl = std::make_shared<Impl>(io, std::move(events));
+std::unique_ptr<RedisConnection> RedisConnection::open(asio::io_context& io, const RedisAddress& address, Events events,
+                                                      resp::Limits limits) {
+    auto impl = std::make_shared<Impl>(io, std::move(events), limits);
     impl->start(address);
     return std::unique_ptr<RedisConnection>(new RedisConnection(std::move(impl)));
 }

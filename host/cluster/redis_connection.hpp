@@ -41,8 +41,9 @@ public:
     static constexpr std::chrono::milliseconds kConnectTimeout{3000};
     static constexpr std::chrono::milliseconds kReplyTimeout{3000};
 
+    /// `limits`: what one reply may hold (past them the connection is closed as broken).
     static std::unique_ptr<RedisConnection> open(boost::asio::io_context& io, const RedisAddress& address,
-                                                 Events events);
+                                                 Events events, resp::Limits limits = {});
     ~RedisConnection();
 
     /// Queues one command; `reply` gets its answer (an error reply is a Value of type error).

@@ -1,6 +1,25 @@
 #include "cluster/topic_positions.hpp"
 
+#include <charconv>
+#include <utility>
+
 namespace cspd {
+namespace {
+
+/// A stream entry id, "MS-SEQ", as its two numbers (0-0 if it is not one).
+std::pair<std::uint64_t, std::uint64_t> entry_id(std::string_view id) {
+    std::uint64_t ms = 0, seq = 0;
+    const std::size_t dash = id.find('-');
+    if (dash == std::string_view::npos) return {0, 0};
+    std::from_chars(id.data(), id.data() + dash, ms);
+    std::from_chars(id.data() + dash + 1, id.data() + id.size(), seq);
+    return {ms, seq};
+}
+
+/// Whether entry `later` was added after entry `earlier` (ids only grow in one stream).
+bool added_after(std::string_view later, std::string_view earlier) { return entry_id(later) > entry_id(earlier); }
+
+}  // namespace
 
 void TopicPositions::add(std::string_view topic) { places_.try_emplace(std::string(topic)); }
 
@@ -16,7 +35,7 @@ void TopicPositions::subscribed(std::string_view topic, Actions& actions) {
         actions.ask_start(topic);
 }
 
-void TopicPositions::started(std::string_view topic, std::string_view epoch, std::uint64_t offset) {
+void TopicPositions::started(std::string_view topic, std::string_view epoch, std::uint64_t offset, Actions& actions) {
     const auto it = places_.find(std::string(topic));
     if (it == places_.end() || it->second.known) return;  // a live message set it already
     Place& place = it->second;
@@ -24,6 +43,9 @@ void TopicPositions::started(std::string_view topic, std::string_view epoch, std
     place.epoch = epoch;
     place.offset = offset;
     place.id.clear();
+    // The answer may be read before messages the subscription had already brought: those are new.
+    place.fresh = true;
+    if (std::exchange(place.blind, false)) say_gap(topic, actions);  // subscribed through a cut, place unknown
 }
 
 void TopicPositions::live(std::string_view topic, const ClusterMessage& message, Actions& actions) {
@@ -34,6 +56,17 @@ void TopicPositions::live(std::string_view topic, const ClusterMessage& message,
 }
 
 bool TopicPositions::take(std::string_view topic, Place& place, const ClusterMessage& message, Actions& actions) {
+    if (message.skip) {
+        // A hole where publishes never reached Redis: a gap, but for the host that kept them (its
+        // subscribers had them). Holes before it are found as any jump: by the next message.
+        if (place.known && message.epoch == place.epoch && message.offset <= place.offset) return true;
+        if (message.origin != origin_) say_gap(topic, actions);
+        place.known = true;
+        place.fresh = place.blind = false;
+        place.epoch = message.epoch;
+        place.offset = message.offset;  // its id stays: a skip has no entry
+        return true;
+    }
     if (place.known && message.epoch != place.epoch) {
         // A new history that began while this host listened (the last one expired, idle): nothing
         // was missed. Otherwise read it from its start to see what was.
@@ -42,8 +75,12 @@ bool TopicPositions::take(std::string_view topic, Place& place, const ClusterMes
             return false;
         }
     } else if (place.known) {
-        if (message.offset <= place.offset) return true;  // had it (a recovery delivered it first)
-        if (message.offset != place.offset + 1) {
+        if (message.offset <= place.offset && !place.fresh) {
+            // Had it (a recovery delivered it first), unless the entry is newer than the one the
+            // place names: Redis went back (a snapshot, a failover) and gives old offsets again.
+            if (place.id.empty() || !added_after(message.id, place.id)) return true;
+            say_gap(topic, actions);
+        } else if (message.offset > place.offset + 1) {
             // Missed live: from here on this host did not hear everything, as after a cut.
             place.cut_since = true;
             begin_recovery(topic, place, place.id.empty(), actions);
@@ -60,6 +97,7 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
     const auto it = places_.find(std::string(topic));
     if (it == places_.end() || !it->second.recovering) return;  // unsubscribed, or asked before a cut
     Place& place = it->second;
+    const std::uint64_t gaps_before = gaps_;
     if (epoch != place.epoch) {
         // Another history: the entry ids asked after are the old one's. Read the new one whole.
         if (!place.asked_from_start) {
@@ -80,6 +118,11 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
         place.offset = 0;
         place.id.clear();
         place.known = true;
+    } else if (last_offset < place.offset && !place.fresh) {
+        // Redis went back (a snapshot, a failover): what this host delivered after its last offset
+        // is not there, and the offsets it had are given again. The entries after this host's are new.
+        say_gap(topic, actions);
+        place.offset = 0;
     } else if (!entries.empty() ? entries.front().offset > place.offset + 1 : last_offset > place.offset && !more) {
         say_gap(topic, actions);  // the history was trimmed past this host's place
     }
@@ -91,9 +134,12 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
         }
         advance(place, entry);
     }
-    if (entries.empty() && last_offset > place.offset) {
-        place.offset = last_offset;  // what was trimmed is gone; ids after it are unknown
-        place.id.clear();
+    if (!more && last_offset > place.offset) {
+        // Offsets past the last entry, with no entry of their own: publishes that never reached
+        // Redis (a host kept them: a skip marker this host missed), or all of them trimmed.
+        if (gaps_ == gaps_before) say_gap(topic, actions);
+        place.offset = last_offset;
+        if (entries.empty()) place.id.clear();  // ids after what was trimmed are unknown
     }
     if (more && !entries.empty()) {
         // After this page's last entry, not the place's id: a page holding only entries this host
@@ -110,6 +156,7 @@ void TopicPositions::recovered(std::string_view topic, std::string_view epoch, s
 void TopicPositions::link_lost() {
     for (auto& [name, place] : places_) {
         if (place.known) place.cut_since = true;
+        else place.blind = true;  // subscribed, but where it stood is unknown: what the cut hid is too
         place.recovering = false;  // what was asked died with the connection
         // Held messages are read from the history again; one of an epoch the recovery no longer
         // finds would otherwise start a recovery from the start after every recovery, forever.
@@ -121,6 +168,8 @@ void TopicPositions::link_lost() {
 
 void TopicPositions::advance(Place& place, const ClusterMessage& message) {
     place.known = true;
+    place.fresh = false;
+    place.blind = false;
     if (place.epoch != message.epoch) place.epoch = message.epoch;
     place.offset = message.offset;
     place.id = message.id;

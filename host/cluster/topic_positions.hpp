@@ -29,6 +29,9 @@ struct ClusterMessage {
     std::string_view origin;  ///< the host that published it
     bool binary = false;
     std::string_view data;
+    /// Not a message: the publishes of `origin` up to `offset` did not reach Redis (a host kept
+    /// them, its queue full, or Redis refused them): a hole, said as a gap elsewhere.
+    bool skip = false;
 };
 
 class TopicPositions {
@@ -68,8 +71,11 @@ public:
     /// host had, or learn where the topic stands.
     void subscribed(std::string_view topic, Actions& actions);
     /// Where the topic stood (ask_start's answer): the place to begin from, unless a live message
-    /// set one already. `epoch` empty: nothing was ever published (or Redis kept nothing).
-    void started(std::string_view topic, std::string_view epoch, std::uint64_t offset);
+    /// set one already. `epoch` empty: nothing was ever published (or Redis kept nothing). A live
+    /// message at or below it that comes before any other is still delivered: the subscription
+    /// brought it, so it was published after the subscription took effect. A topic whose place was
+    /// unknown at a cut hears of a gap here.
+    void started(std::string_view topic, std::string_view epoch, std::uint64_t offset, Actions& actions);
     /// A message from the subscription.
     void live(std::string_view topic, const ClusterMessage& message, Actions& actions);
     /// recover()'s answer: the topic's epoch and last offset now, and `entries` after the entry
@@ -99,6 +105,8 @@ private:
         bool recovering = false;
         bool asked_from_start = false;
         bool cut_since = false;      // the link broke since the place was set
+        bool fresh = false;          // set by started(), nothing delivered since
+        bool blind = false;          // the link broke while the place was unknown
         std::deque<Held> held;       // live messages that came while recovering
         std::size_t held_bytes = 0;
         bool held_overflowed = false;

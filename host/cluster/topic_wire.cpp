@@ -25,6 +25,9 @@ bool next_word(std::string_view& text, std::string_view& word) {
 
 std::string meta_key(std::string_view topic) { return "cspd:{" + std::string(topic) + "}:m"; }
 std::string stream_key(std::string_view topic) { return "cspd:{" + std::string(topic) + "}:s"; }
+std::string origin_key(std::string_view topic, std::string_view origin) {
+    return "cspd:{" + std::string(topic) + "}:p:" + std::string(origin);
+}
 std::string channel(std::string_view topic) { return std::string(kChannelPrefix) + std::string(topic); }
 
 std::string_view topic_of_channel(std::string_view name) {
@@ -32,8 +35,8 @@ std::string_view topic_of_channel(std::string_view name) {
 }
 
 const std::string_view kPublishScript = R"lua(
-local meta, stream = KEYS[1], KEYS[2]
-local done = redis.call('HGET', meta, 'p:' .. ARGV[4])
+local meta, stream, sent_by = KEYS[1], KEYS[2], KEYS[3]
+local done = redis.call('GET', sent_by)
 if done and tonumber(done) >= tonumber(ARGV[5]) then return 0 end
 local epoch = redis.call('HGET', meta, 'e')
 if not epoch then
@@ -41,14 +44,25 @@ if not epoch then
   redis.call('HSET', meta, 'e', epoch)
 end
 local offset = redis.call('HINCRBY', meta, 'o', 1)
-redis.call('HSET', meta, 'p:' .. ARGV[4], ARGV[5])
-local id = redis.call('XADD', stream, 'MAXLEN', '~', ARGV[2], '*', 'o', offset, 'h', ARGV[4], 'f', ARGV[6], 'd', ARGV[8])
 local ttl = tonumber(ARGV[3])
+redis.call('SET', sent_by, ARGV[5], 'EX', math.max(ttl * 2, 86400))
+local id = redis.call('XADD', stream, 'MAXLEN', '~', ARGV[2], '*', 'o', offset, 'h', ARGV[4], 'f', ARGV[6], 'd', ARGV[8])
 local now = redis.call('TIME')
 redis.call('XTRIM', stream, 'MINID', string.format('%.0f', (tonumber(now[1]) - ttl) * 1000))
 redis.call('EXPIRE', stream, ttl)
 redis.call('EXPIRE', meta, math.max(ttl * 2, 86400))
 redis.call('PUBLISH', ARGV[1], epoch .. ' ' .. offset .. ' ' .. id .. ' ' .. ARGV[4] .. ' ' .. ARGV[6] .. '\n' .. ARGV[8])
+return offset
+)lua";
+
+const std::string_view kSkipScript = R"lua(
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if not epoch then
+  epoch = ARGV[4]
+  redis.call('HSET', KEYS[1], 'e', epoch)
+end
+local offset = redis.call('HINCRBY', KEYS[1], 'o', ARGV[2])
+redis.call('PUBLISH', ARGV[1], epoch .. ' ' .. offset .. ' 0-0 ' .. ARGV[3] .. ' s\n')
 return offset
 )lua";
 
@@ -68,8 +82,9 @@ bool parse_live(std::string_view payload, ClusterMessage& message) {
         !next_word(head, message.origin))
         return false;
     flag = head;
-    if (!parse_offset(offset, message.offset) || (flag != "t" && flag != "b")) return false;
+    if (!parse_offset(offset, message.offset) || (flag != "t" && flag != "b" && flag != "s")) return false;
     message.binary = flag == "b";
+    message.skip = flag == "s";
     message.data = payload.substr(line_end + 1);
     return true;
 }

@@ -124,6 +124,7 @@ private:
             return -1;
         }
         for (unsigned t = 0; t < config_.threads; ++t) slots[t].pid.store(pid);
+        if (topics_) topics_->process_started(pid);
         spdlog::debug("worker {} started as pid {}", index, pid);
         return pid;
     }

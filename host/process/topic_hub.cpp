@@ -2,6 +2,7 @@
 
 #include "serving/pubsub/topic_relay.hpp"
 #include "stats/shared_stats.hpp"
+#include "websocket/utf8_validator.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -17,7 +18,13 @@ TopicHub::TopicHub(asio::io_context& io, const ClusterOptions& options, unsigned
       link_(
           io, options,
           [this](std::string_view topic, std::string_view data, bool binary) {
-              if (relay_) relay_->forward(topic, data, binary);
+              // Text that is not UTF-8 did not come from a cspd (csp_publish checks it): a client
+              // would close on it (1007). Dropped, and said as a gap.
+              if (!relay_) return;
+              if ((!binary && !ws::Utf8Validator::valid(data)) || !relay_->forward(topic, data, binary)) {
+                  if (!binary) spdlog::warn("cluster: a message on topic '{}' that no cspd sent is dropped", topic);
+                  relay_->gap(topic);  // the workers could not take it: its subscribers are told
+              }
           },
           [this](std::string_view topic) {
               if (relay_) relay_->gap(topic);
@@ -30,6 +37,9 @@ TopicHub::TopicHub(asio::io_context& io, const ClusterOptions& options, unsigned
         asio::post(io_, [this, cookie, topic = std::string(topic), data = std::string(data), binary] {
             if (!link_.publish(topic, data, binary, cookie)) settle(cookie, data.size());
         });
+    };
+    receivers.skipped = [this](std::string_view topic) {
+        asio::post(io_, [this, topic = std::string(topic)] { link_.skip(topic); });
     };
     receivers.interest = [this](pid_t worker, std::string_view topic, bool subscribed) {
         asio::post(io_, [this, worker, topic = std::string(topic), subscribed] { interest(worker, topic, subscribed); });
@@ -50,6 +60,7 @@ void TopicHub::settle(std::uint64_t cookie, std::size_t bytes) {
 TopicHub::~TopicHub() { relay_.reset(); }  // its threads stop before the link goes
 
 void TopicHub::interest(pid_t worker, const std::string& topic, bool subscribed) {
+    if (gone_.contains(worker)) return;  // its last words, heard after it was reaped
     std::unordered_set<std::string>& mine = by_worker_[worker];
     if (subscribed) {
         if (mine.size() >= kMaxTopicsPerWorker) {
@@ -73,6 +84,8 @@ void TopicHub::interest(pid_t worker, const std::string& topic, bool subscribed)
 }
 
 void TopicHub::process_gone(pid_t pid) {
+    if (gone_.size() > 4096) gone_.clear();  // pids long reaped; a reused one is a new worker
+    gone_.insert(pid);
     const auto it = by_worker_.find(pid);
     if (it == by_worker_.end()) return;
     const std::unordered_set<std::string> topics = std::move(it->second);

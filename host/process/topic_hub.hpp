@@ -35,6 +35,8 @@ public:
 
     /// A process the master started ended: the topics it subscribed to are its no more.
     void process_gone(pid_t pid);
+    /// A worker started as `pid` (which may be a reaped one's again).
+    void process_started(pid_t pid) { gone_.erase(pid); }
     /// Copies the link's figures where /-/status and /metrics read them.
     void report();
 
@@ -52,6 +54,7 @@ private:
     std::unique_ptr<TopicRelay> relay_;
     std::unordered_map<pid_t, std::unordered_set<std::string>> by_worker_;
     std::unordered_map<std::string, unsigned> holders_;  // workers holding each topic
+    std::unordered_set<pid_t> gone_;                       // reaped: what they still said is not heard
     bool said_too_many_ = false;
 };
 

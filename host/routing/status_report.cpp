@@ -239,10 +239,11 @@ void cluster_metrics(std::string& out, const ClusterStats& cluster) {
     sample(out, "cspd_cluster_topics", "", double(cluster.topics.load(std::memory_order_relaxed)));
 }
 
-nlohmann::ordered_json cluster_status(const ClusterStats& cluster, std::string_view redis) {
+nlohmann::ordered_json cluster_status(const ClusterStats& cluster, std::string_view redis, bool for_public) {
     const bool connected = cluster.state.load(std::memory_order_relaxed) == ClusterStats::connected;
     const std::uint64_t queued = cluster.queue_bytes.load(std::memory_order_relaxed);
-    return {{"redis", redis},
+    // Where the Redis is, is the operator's to know (the status address), not the public's.
+    return {{"redis", for_public ? std::string_view("(on the status address)") : redis},
             {"link", connected ? "connected" : "down"},
             // Still ready (it serves), but publishes do not cross while the link is down.
             {"degraded", !connected},
@@ -490,7 +491,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     if (tls) doc["tls"] = tls_status(sum, *tls);
     if (store) doc["kv_store"] = kv_store_status(*store);
     if (clients) doc["clients"] = client_status(*clients, for_public);
-    if (!cluster_redis.empty()) doc["cluster"] = cluster_status(stats.cluster, cluster_redis);
+    if (!cluster_redis.empty()) doc["cluster"] = cluster_status(stats.cluster, cluster_redis, for_public);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
     doc["workers"] = workers_status(stats, tls != nullptr);

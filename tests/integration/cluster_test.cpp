@@ -124,6 +124,7 @@ TEST(TopicsAcrossHosts, EveryClientOnEveryHostGetsEveryPublishersMessagesOnceAnd
         << cluster.redis.command({"PUBSUB", "NUMSUB", "cspd:c:room"});
     const nlohmann::json status = ClusterOfThree::cluster_status(*cluster.hosts[0]);
     EXPECT_EQ(status.value("gaps", -1), 0) << status.dump();
+    EXPECT_EQ(status.value("redis", ""), "(on the status address)");  // not the public's to know
     EXPECT_GE(status.value("published", 0), 1000) << status.dump();
 }
 
@@ -132,19 +133,27 @@ TEST(TopicsAcrossHosts, ReachRedisOverAUnixSocket) {
     std::vector<std::unique_ptr<TestServer>> hosts;
     for (int h = 0; h < 2; ++h) {
         hosts.push_back(std::make_unique<TestServer>(
-            std::vector<std::string>{"--workers", "2", "--log-level", "info", "--cluster", redis.unix_url()}, false));
+            std::vector<std::string>{"--workers", "2", "--log-level", "info", "--cluster", redis.unix_url(),
+                                     "--status-listen", "127.0.0.1:0"},
+            false));
         install_by_rename(test_handler("topics.so"), hosts.back()->handlers() / "topics.so");
         hosts.back()->start();
-        EXPECT_TRUE(eventually([&] { return ClusterOfThree::cluster_status(*hosts.back()).value("link", "") == "connected"; }, 10s))
-            << hosts.back()->log();
     }
+    // /-/status is on the status address only (--status-listen), and says where Redis is there.
+    const auto status_of = [](const TestServer& host) {
+        const auto r = HttpClient(host.status_port(), 5s).get("/-/status");
+        const auto doc = r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+        return doc.is_object() && doc.contains("cluster") ? doc["cluster"] : nlohmann::json::object();
+    };
+    for (auto& host : hosts)
+        EXPECT_TRUE(eventually([&] { return status_of(*host).value("link", "") == "connected"; }, 10s)) << host->log();
     const std::string out = run_command("/usr/bin/python3 " + kClusterDriver + " --hosts " + std::to_string(hosts[0]->port()) +
                                         "," + std::to_string(hosts[1]->port()) + " --clients 4 --topic sock burst --count 100 2>&1");
     const std::size_t line = out.rfind("\n{");
     const auto report = nlohmann::json::parse(out.substr(line == std::string::npos ? 0 : line + 1), nullptr, false);
     ASSERT_TRUE(report.is_object() && report.contains("clients")) << out;
     for (const auto& c : report["clients"]) EXPECT_TRUE(c["complete"].get<bool>()) << c.dump();
-    EXPECT_EQ(ClusterOfThree::cluster_status(*hosts[0]).value("redis", ""), redis.unix_url());
+    EXPECT_EQ(status_of(*hosts[0]).value("redis", ""), redis.unix_url());
 }
 
 TEST(TopicsAcrossHosts, SubscribesEachHostOnceWhateverItsClients) {
@@ -258,6 +267,13 @@ TEST(TopicsAcrossHosts, ARedisRestartedEmptyIsToldAsAGapOnEveryHost) {
 TEST(TopicsAcrossHosts, LoopsNeverWaitForAStoppedRedis) {
     ClusterOfThree cluster({"--cluster-queue", "65536"});
     ASSERT_TRUE(eventually([&] { return HttpClient(cluster.hosts[0]->port(), 5s).get("/csp/hello")->status == 200; }, 5s));
+    // A subscriber on another host, which hears of gaps: what stays on the publishing hosts is a
+    // hole it is told of once Redis is back.
+    HttpClient listener(cluster.hosts[1]->port(), 15s);
+    listener.send("GET /csp/topics?sub=quiet&gap=1 HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    ASSERT_NE(listener.read_until("\r\n\r\n").find(" 101 "), std::string::npos);
+    ASSERT_TRUE(eventually([&] { return cluster.redis.command({"PUBSUB", "NUMSUB", "cspd:c:quiet"}).ends_with(":1\r\n"); }, 5s));
     cluster.redis.pause();
     // Every host publishes (into a queue that fills: past --cluster-queue, CSP_AGAIN) and serves
     // hello over keep-alive for 5 s while Redis answers nothing.
@@ -305,6 +321,7 @@ TEST(TopicsAcrossHosts, LoopsNeverWaitForAStoppedRedis) {
     for (auto& host : cluster.hosts)
         EXPECT_TRUE(eventually([&] { return ClusterOfThree::cluster_status(*host).value("link", "") == "connected"; }, 15s))
             << host->log();
+    EXPECT_NE(listener.read_until("gap quiet").find("gap quiet"), std::string::npos) << "no gap told";
 }
 
 TEST(TopicsAcrossHosts, TheChatExampleWorksInChromiumBehindNginxAcrossThreeHosts) {

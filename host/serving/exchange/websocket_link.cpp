@@ -130,7 +130,10 @@ void WebSocketLink::gap_told() {
     bool wrote = false;
     {
         std::lock_guard lock(gap_lock_);
-        if (gaps_pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        if (gaps_pending_.load(std::memory_order_acquire) > 1) {
+            gaps_pending_.fetch_sub(1, std::memory_order_acq_rel);  // another gap still holds them
+            return;
+        }
         for (const std::string& frame : after_gap_) {
             StreamOutbox::Result result = outbox_.write(frame, false);
             if (checked(result) < 0) break;  // closed meanwhile (a 1012), or cut
@@ -138,6 +141,8 @@ void WebSocketLink::gap_told() {
         }
         after_gap_.clear();
         after_gap_bytes_ = 0;
+        // Only now: a frame the relay puts meanwhile waits for this lock, and goes after these.
+        gaps_pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
     if (wrote && LoopInbox::on_an_event_loop()) wake();
     else if (wrote) wake_later();

@@ -93,11 +93,14 @@ int TopicBoard::publish(std::string_view topic, std::string_view data, bool bina
     if (data.size() > max_message_) return -1;
     bool crosses = true;
     if (TopicRelay* relay = relay_.load(std::memory_order_acquire)) {
-        // Past --cluster-queue the message stays on this host: the handler hears CSP_AGAIN.
+        // Past --cluster-queue the message stays on this host: the handler hears CSP_AGAIN, and the
+        // other hosts a hole where it would have been (a gap said to their subscribers).
         crosses = relay->reserve_cluster_room(data.size());
         try {
+            if (!crosses) relay->skipped(topic);
             if (!relay->forward(topic, data, binary, !crosses)) return -1;
         } catch (const std::bad_alloc&) {
+            if (crosses) relay->release_cluster_room(data.size());
             return -1;
         }
     }

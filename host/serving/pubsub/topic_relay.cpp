@@ -106,8 +106,13 @@ bool TopicRelay::forward(std::string_view topic, std::string_view data, bool bin
     Message message{std::string(topic), std::string(data), binary, Kind::message, true, to_master};
     message.reserved = to_master && stats_;
     if (enqueue(std::move(message))) return true;
-    if (to_master && stats_) give_back(data.size());
+    if (to_master && stats_) release_cluster_room(data.size());
     return false;
+}
+
+bool TopicRelay::skipped(std::string_view topic) {
+    if (!cluster_ || index_ == kMaster) return true;
+    return enqueue({std::string(topic), {}, false, Kind::skipped, false, true});
 }
 
 bool TopicRelay::reserve_cluster_room(std::size_t bytes) {
@@ -124,8 +129,8 @@ bool TopicRelay::reserve_cluster_room(std::size_t bytes) {
     return true;
 }
 
-void TopicRelay::give_back(std::size_t bytes) {
-    stats_->slots[slot_].cluster_reserved.fetch_sub(std::int64_t(bytes), std::memory_order_relaxed);
+void TopicRelay::release_cluster_room(std::size_t bytes) {
+    if (stats_) stats_->slots[slot_].cluster_reserved.fetch_sub(std::int64_t(bytes), std::memory_order_relaxed);
 }
 
 bool TopicRelay::interest(std::string_view topic, bool subscribed) {
@@ -161,7 +166,12 @@ void TopicRelay::send_loop() {
             queue_.pop_front();
             queued_bytes_ -= message.data.size();
         }
-        send_to_all(message);
+        try {
+            send_to_all(message);
+        } catch (const std::bad_alloc&) {
+            lost_.fetch_add(1, std::memory_order_relaxed);
+            if (message.reserved) release_cluster_room(message.data.size());
+        }
     }
 }
 
@@ -175,13 +185,16 @@ void TopicRelay::send_to_all(const Message& message) {
             send_to(target, message, id, now);
         }
     if (message.to_master && index_ != kMaster && !send_to(2 * workers_, message, id, now) && message.reserved)
-        give_back(message.data.size());  // the master never got it: nothing of it waits for Redis
+        release_cluster_room(message.data.size());  // the master never got it: nothing of it waits for Redis
 }
 
 bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t id,
                          std::chrono::steady_clock::time_point now) {
     const bool master = target == 2 * workers_;
-    if (now < stalled_until_[target]) {
+    // What a host needs to stay right (a topic subscribed or left, a gap, a hole) is never passed
+    // over: it is retried for a while, where a message would be dropped.
+    const bool control = message.kind != Kind::message;
+    if (!control && now < stalled_until_[target]) {
         lost_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
@@ -203,10 +216,11 @@ bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t 
         datagram.assign(reinterpret_cast<const char*>(&head), sizeof head);
         datagram.append(message.topic).append(message.data, offset, piece);
         ssize_t sent;
+        int tries = 0;
         do {
             sent = ::sendto(socket_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&where),
                             length);
-        } while (sent < 0 && errno == EINTR);
+        } while (sent < 0 && (errno == EINTR || (control && errno == EAGAIN && ++tries < 25)));
         if (sent < 0) {
             // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
             // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
@@ -253,7 +267,12 @@ void TopicRelay::receive_loop() {
         ucred who;
         std::memcpy(&who, CMSG_DATA(c), sizeof who);
         if (!trusted(who.pid)) continue;
-        receive_one(buffer.data(), static_cast<std::size_t>(got), who.pid);
+        try {
+            receive_one(buffer.data(), static_cast<std::size_t>(got), who.pid);
+        } catch (const std::bad_alloc&) {
+            partial_.erase(who.pid);  // that message is lost here; the thread goes on
+            lost_.fetch_add(1, std::memory_order_relaxed);
+        }
     }
 }
 
@@ -274,7 +293,11 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
     ChunkHead head;
     if (size < sizeof head) return;
     std::memcpy(&head, bytes, sizeof head);
-    if (head.magic != kMagic || size < sizeof head + head.topic_size) return;
+    // Whatever a worker's handler code might write here: a topic of 1 to 128 bytes, a message no
+    // larger than what the queues hold.
+    if (head.magic != kMagic || size < sizeof head + head.topic_size || head.topic_size == 0 ||
+        head.topic_size > kMaxTopic || head.total > kMaxQueued || head.offset > head.total)
+        return;
     const std::string_view topic(bytes + sizeof head, head.topic_size);
     const std::string_view piece(bytes + sizeof head + head.topic_size, size - sizeof head - head.topic_size);
     switch (static_cast<Kind>(head.kind)) {
@@ -287,6 +310,9 @@ void TopicRelay::receive_one(const char* bytes, std::size_t size, pid_t sender) 
     case Kind::gap:
         // Only the master knows of gaps.
         if (sender == master_ && index_ != kMaster && receivers_.gap) receivers_.gap(topic);
+        return;
+    case Kind::skipped:
+        if (index_ == kMaster && receivers_.skipped) receivers_.skipped(topic);
         return;
     default: return;
     }

@@ -52,13 +52,19 @@ public:
     /// is where it reserved the message's bytes of --cluster-queue.
     using Published =
         std::function<void(pid_t worker, unsigned slot, std::string_view topic, std::string_view data, bool binary)>;
+    /// The master: a worker kept a publish to `topic` on its host (--cluster-queue was full): the
+    /// other hosts must see a hole there, and say a gap.
+    using Skipped = std::function<void(std::string_view topic)>;
     /// What a relay hands on. A worker's: deliver, gap. The master's: interest, published.
     struct Receivers {
         Deliver deliver;
         Gap gap;
         Interest interest;
         Published published;
+        Skipped skipped;
     };
+    /// Topic names are 1 to 128 bytes (csp_ws_subscribe's rule); a datagram naming another is dropped.
+    static constexpr std::size_t kMaxTopic = 128;
 
     /// The master's index.
     static constexpr unsigned kMaster = ~0u;
@@ -83,6 +89,9 @@ public:
     bool interest(std::string_view topic, bool subscribed);
     /// The master: `topic` lost messages for good, told to every worker.
     bool gap(std::string_view topic);
+    /// A worker: a publish to `topic` stayed on this host (no room in --cluster-queue): the master
+    /// makes the hole seen on the other hosts.
+    bool skipped(std::string_view topic);
     /// A worker with --cluster: its publishes on their way to Redis are reserved in `stats`'s slot
     /// `slot` (its first), and all workers' together are bounded by `bound` (--cluster-queue).
     void bound_cluster_queue(SharedStats& stats, unsigned slot, std::uint64_t bound) {
@@ -93,13 +102,15 @@ public:
     /// Reserves room for a message of `bytes` on its way to Redis; false (nothing reserved, the
     /// refusal counted) when the host's publishes waiting already fill --cluster-queue.
     bool reserve_cluster_room(std::size_t bytes);
+    /// Gives back what reserve_cluster_room took for a publish that was not sent after all.
+    void release_cluster_room(std::size_t bytes);
 
     /// Messages the other workers could not be sent (a worker not reading), and ones refused here.
     std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
 
 private:
     /// What a datagram carries (ChunkHead::kind).
-    enum class Kind : std::uint8_t { message, subscribed, unsubscribed, gap };
+    enum class Kind : std::uint8_t { message, subscribed, unsubscribed, gap, skipped };
     struct Message {
         std::string topic, data;
         bool binary;
@@ -116,7 +127,6 @@ private:
     void send_loop();
     void receive_loop();
     bool enqueue(Message message);
-    void give_back(std::size_t bytes);
     /// A whole message from `sender`: a worker delivers it, the master sends it across hosts.
     void hand_on(pid_t sender, unsigned slot, std::string_view topic, std::string_view data, bool binary);
     void send_to_all(const Message& message);

@@ -116,7 +116,7 @@ TEST_F(TopicPositionsTest, PassesTheMessageThroughUntouched) {
     binary.binary = true;
     positions_.live(kRoom, binary, recorder_);
     positions_.live(kRoom, message_at("e1", 4), recorder_);
-    answer("e1", 4, {message_at("e1", 3, "third", "from history")});
+    answer("e1", 3, {message_at("e1", 3, "third", "from history")});  // read before 4 was published
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/1", "deliver room e1/2", "recover room after 'e1-2'",
                                                  "deliver room e1/3", "deliver room e1/4"}));
     EXPECT_EQ(recorder_.delivered(),
@@ -160,7 +160,7 @@ TEST_F(TopicPositionsTest, MessagesOfATopicNotAddedAreIgnored) {
     positions_.add(kRoom);
     positions_.live("elsewhere", message_at("e1", 1), recorder_);
     positions_.subscribed("elsewhere", recorder_);
-    positions_.started("elsewhere", "e1", 3);
+    positions_.started("elsewhere", "e1", 3, recorder_);
     positions_.recovered("elsewhere", "e1", 3, history("e1", 1, 3), false, recorder_);
     EXPECT_EQ(recorder_.drain(), PositionsLines{});
     EXPECT_FALSE(positions_.has("elsewhere"));
@@ -302,7 +302,7 @@ TEST_F(TopicPositionsTest, ATrimmedHistoryReadInPagesSaysItsGapOnce) {
 TEST_F(TopicPositionsTest, PagesOfEntriesTheHostHadMoveOnToTheNextPage) {
     positions_.add(kRoom);
     positions_.subscribed(kRoom, recorder_);
-    positions_.started(kRoom, "e1", 6);
+    positions_.started(kRoom, "e1", 6, recorder_);
     positions_.link_lost();
     positions_.subscribed(kRoom, recorder_);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "recover room after ''"}));
@@ -355,9 +355,10 @@ TEST_F(TopicPositionsTest, ALinkLostBeforeAnyPlaceAsksWhereTheTopicStandsAgain) 
     positions_.link_lost();
     positions_.subscribed(kRoom, recorder_);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "ask_start room"}));
-    positions_.started(kRoom, "e1", 4);
+    positions_.started(kRoom, "e1", 4, recorder_);
     live_at("e1", 5);
-    EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/5"}));
+    // What was published while the link was down is unknown to it: said.
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"gap room", "deliver room e1/5"}));
 }
 
 TEST_F(TopicPositionsTest, ANewEpochAfterACutRecoversFromTheStartAndSaysAGap) {
@@ -423,7 +424,7 @@ TEST_F(TopicPositionsTest, RedisEmptiedDuringACutSaysAGap) {
 TEST_F(TopicPositionsTest, ATopicNeverPublishedToIsNoGapAfterACut) {
     positions_.add(kRoom);
     positions_.subscribed(kRoom, recorder_);
-    positions_.started(kRoom, "", 0);
+    positions_.started(kRoom, "", 0, recorder_);
     positions_.link_lost();
     positions_.subscribed(kRoom, recorder_);
     answer("", 0, {});
@@ -468,16 +469,64 @@ TEST_F(TopicPositionsTest, MessagesHeldBeforeACutAreReadFromTheHistory) {
 TEST_F(TopicPositionsTest, StartedSetsThePlace) {
     positions_.add(kRoom);
     positions_.subscribed(kRoom, recorder_);
-    positions_.started(kRoom, "e1", 10);
-    live_at("e1", 10);
-    EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room"}));  // 10 was had before
+    positions_.started(kRoom, "e1", 10, recorder_);
     live_at("e1", 11);
-    EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/11"}));
+    live_at("e1", 11);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "deliver room e1/11"}));
+}
+
+// The answer to where the topic stood was read before a message the subscription had already
+// brought (two connections, no order between them): that message is still new.
+TEST_F(TopicPositionsTest, AMessageTheSubscriptionBroughtBeforeTheStartIsStillDelivered) {
+    positions_.add(kRoom);
+    positions_.subscribed(kRoom, recorder_);
+    positions_.started(kRoom, "e1", 10, recorder_);
+    live_at("e1", 9);
+    live_at("e1", 10);
+    live_at("e1", 10);
+    live_at("e1", 11);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "deliver room e1/9", "deliver room e1/10",
+                                                 "deliver room e1/11"}));
+    EXPECT_EQ(positions_.gap_count(), 0u);
+}
+
+// Redis went back (a snapshot, a failover): the same epoch gives offsets this host had, on entries
+// newer than its own. A gap, then those messages.
+TEST_F(TopicPositionsTest, OffsetsGivenAgainOnNewerEntriesAreAGapThenDelivered) {
+    listening_at(10);
+    ClusterMessage again = message_at("e1", 8);
+    again.id = "99999-0";  // added after e1-10 (whose time reads 0)
+    positions_.live(kRoom, again, recorder_);
+    live_at("e1", 9);  // the next after it
+    live_at("e1", 9);  // had it
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"gap room", "deliver room e1/8", "deliver room e1/9"}));
+}
+
+TEST_F(TopicPositionsTest, AHistoryThatWentBackIsAGap) {
+    listening_at(10);
+    positions_.link_lost();
+    positions_.subscribed(kRoom, recorder_);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"recover room after 'e1-10'"}));
+    ClusterMessage newer = message_at("e1", 7);
+    newer.id = "99999-0";
+    answer("e1", 7, {newer});
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"gap room", "deliver room e1/7"}));
+    live_at("e1", 8);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/8"}));
+}
+
+TEST_F(TopicPositionsTest, ASubscriptionWhosePlaceACutHidIsToldAGap) {
+    positions_.add(kRoom);
+    positions_.subscribed(kRoom, recorder_);
+    positions_.link_lost();  // before where it stood was known
+    positions_.subscribed(kRoom, recorder_);
+    positions_.started(kRoom, "e1", 30, recorder_);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "ask_start room", "gap room"}));
 }
 
 TEST_F(TopicPositionsTest, AJumpFromAStartedPlaceReadsTheHistoryFromItsStart) {
     positions_.add(kRoom);
-    positions_.started(kRoom, "e1", 10);
+    positions_.started(kRoom, "e1", 10, recorder_);
     live_at("e1", 12);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"recover room after ''"}));  // no id is known yet
     answer("e1", 12, history("e1", 8, 12));
@@ -489,14 +538,14 @@ TEST_F(TopicPositionsTest, StartedDoesNotMoveAPlaceALiveMessageSet) {
     positions_.add(kRoom);
     positions_.subscribed(kRoom, recorder_);
     live_at("e1", 11);
-    positions_.started(kRoom, "e1", 20);  // asked before 11 came, answered after
+    positions_.started(kRoom, "e1", 20, recorder_);  // asked before 11 came, answered after
     live_at("e1", 12);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"ask_start room", "deliver room e1/11", "deliver room e1/12"}));
 }
 
 TEST_F(TopicPositionsTest, StartedWithNoEpochThenAFirstMessage) {
     positions_.add(kRoom);
-    positions_.started(kRoom, "", 0);
+    positions_.started(kRoom, "", 0, recorder_);
     live_at("e1", 1);
     live_at("e1", 2);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/1", "deliver room e1/2"}));
@@ -513,7 +562,7 @@ TEST_F(TopicPositionsTest, RemoveForgetsATopic) {
     answer("e1", 8, history("e1", 6, 8));
     live_at("e1", 9);
     positions_.subscribed(kRoom, recorder_);
-    positions_.started(kRoom, "e1", 9);
+    positions_.started(kRoom, "e1", 9, recorder_);
     positions_.link_lost();
     EXPECT_EQ(recorder_.drain(), PositionsLines{});
     EXPECT_EQ(positions_.size(), 0u);
@@ -571,6 +620,32 @@ TEST_F(TopicPositionsTest, AJumpThenANewEpochSaysAGapAndDropsWhatWasHeldOfTheOld
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"gap room", "deliver room e2/1"}));
     live_at("e2", 2);
     EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e2/2"}));
+}
+
+TEST_F(TopicPositionsTest, ASkipMarkerIsAGapElsewhereAndNoneWhereThePublishesStayed) {
+    listening_at(4);
+    ClusterMessage hole = message_at("e1", 6);  // 5 and 6 were kept by their host
+    hole.skip = true;
+    positions_.live(kRoom, hole, recorder_);
+    live_at("e1", 7);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"gap room", "deliver room e1/7"}));
+    ClusterMessage mine = message_at("e1", 8, "me");  // this host kept it: its subscribers had it
+    mine.skip = true;
+    positions_.live(kRoom, mine, recorder_);
+    live_at("e1", 9);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"deliver room e1/9"}));
+}
+
+TEST_F(TopicPositionsTest, OffsetsPastTheLastEntryAreAGapAfterWhatCameBeforeThem) {
+    listening_at(4);
+    positions_.link_lost();
+    positions_.subscribed(kRoom, recorder_);
+    // 5 and 6 have entries; 7 and 8 never reached Redis (a skip marker this host missed in the cut).
+    answer("e1", 8, history("e1", 5, 6));
+    live_at("e1", 9);
+    EXPECT_EQ(recorder_.drain(), (PositionsLines{"recover room after 'e1-4'", "deliver room e1/5", "deliver room e1/6",
+                                                 "gap room", "deliver room e1/9"}));
+    EXPECT_EQ(positions_.gap_count(), 1u);
 }
 
 }  // namespace

@@ -97,6 +97,17 @@ TEST(TopicWire, RefusesLiveMessagesWithABadFlag) {
     }
 }
 
+TEST(TopicWire, ParsesASkipMarker) {
+    ClusterMessage parsed;
+    ASSERT_TRUE(parse_live("e 9 0-0 h s\n", parsed));
+    EXPECT_TRUE(parsed.skip);
+    EXPECT_EQ(parsed.offset, 9u);
+    EXPECT_EQ(parsed.origin, "h");
+    EXPECT_TRUE(parsed.data.empty());
+    ASSERT_TRUE(parse_live("e 1 1-0 h t\nd", parsed));
+    EXPECT_FALSE(parsed.skip);
+}
+
 // --- history entries ------------------------------------------------------------------------
 
 resp::Value wire_bulk(std::string text) {
