@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -322,6 +324,28 @@ TEST(TopicsAcrossHosts, LoopsNeverWaitForAStoppedRedis) {
         EXPECT_TRUE(eventually([&] { return ClusterOfThree::cluster_status(*host).value("link", "") == "connected"; }, 15s))
             << host->log();
     EXPECT_NE(listener.read_until("gap quiet").find("gap quiet"), std::string::npos) << "no gap told";
+}
+
+TEST(TopicsAcrossHosts, AWorkerThatStoppedReadingIsToldWhatItMissed) {
+    ClusterOfThree cluster;
+    HttpClient listener(cluster.hosts[1]->port(), 20s);
+    listener.send("GET /csp/topics?sub=stall&gap=1 HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    ASSERT_NE(listener.read_until("\r\n\r\n").find(" 101 "), std::string::npos);
+    ASSERT_TRUE(eventually([&] { return cluster.redis.command({"PUBSUB", "NUMSUB", "cspd:c:stall"}).ends_with(":1\r\n"); }, 5s));
+    // Host 1's workers stop for 1.5 s while host 0 publishes more than their sockets hold: the
+    // master passes them over, and owes them a gap, said once they read again.
+    const std::vector<pid_t> stopped = cluster.hosts[1]->worker_pids();
+    for (const pid_t pid : stopped) ::kill(pid, SIGSTOP);
+    const auto burst = HttpClient(cluster.hosts[0]->port(), 5s).get("/csp/topics?pub=stall&tag=h&n=3000&pad=200");
+    std::this_thread::sleep_for(1500ms);
+    for (const pid_t pid : stopped) ::kill(pid, SIGCONT);
+    ASSERT_TRUE(burst && burst->status == 200);
+    for (int i = 0; i < 30; ++i) {  // past the second it was passed over for
+        HttpClient(cluster.hosts[0]->port(), 5s).get("/csp/topics?pub=stall&tag=after&n=1&from=" + std::to_string(i));
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_NE(listener.read_until("gap stall").find("gap stall"), std::string::npos) << cluster.hosts[1]->log();
 }
 
 TEST(TopicsAcrossHosts, TheChatExampleWorksInChromiumBehindNginxAcrossThreeHosts) {

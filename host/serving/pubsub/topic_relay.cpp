@@ -15,6 +15,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace cspd {
 namespace {
@@ -85,6 +86,7 @@ TopicRelay::TopicRelay(pid_t master, unsigned index, unsigned workers, bool clus
         if (attempt % 2) ::usleep(100'000);
     }
     stalled_until_.resize(2 * std::size_t(workers_) + 1);
+    owed_gaps_.resize(2 * std::size_t(workers_));
     sender_ = std::thread([this] { send_loop(); });
     receiver_ = std::thread([this] { receive_loop(); });
 }
@@ -182,21 +184,30 @@ void TopicRelay::send_to_all(const Message& message) {
         for (unsigned target = 0; target < 2 * workers_; ++target) {
             const unsigned peer = target / 2, bank = target % 2;
             if (peer == index_ && bank == bank_) continue;  // this process: its subscribers have it already
-            send_to(target, message, id, now);
+            if (index_ == kMaster && !owed_gaps_[target].empty() && now >= stalled_until_[target]) {
+                // What a worker that stopped reading lost from other hosts: said before what follows.
+                for (const std::string& topic : std::exchange(owed_gaps_[target], {}))
+                    send_to(target, Message{topic, {}, false, Kind::gap, true, false}, next_id_++, now);
+            }
+            const Sent sent = send_to(target, message, id, now);
+            if (sent == Sent::dropped && index_ == kMaster && message.kind == Kind::message &&
+                owed_gaps_[target].size() < kMaxOwedGaps)
+                owed_gaps_[target].insert(message.topic);
         }
-    if (message.to_master && index_ != kMaster && !send_to(2 * workers_, message, id, now) && message.reserved)
+    if (message.to_master && index_ != kMaster && send_to(2 * workers_, message, id, now) != Sent::sent &&
+        message.reserved)
         release_cluster_room(message.data.size());  // the master never got it: nothing of it waits for Redis
 }
 
-bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t id,
-                         std::chrono::steady_clock::time_point now) {
+TopicRelay::Sent TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t id,
+                                     std::chrono::steady_clock::time_point now) {
     const bool master = target == 2 * workers_;
     // What a host needs to stay right (a topic subscribed or left, a gap, a hole) is never passed
     // over: it is retried for a while, where a message would be dropped.
     const bool control = message.kind != Kind::message;
     if (!control && now < stalled_until_[target]) {
         lost_.fetch_add(1, std::memory_order_relaxed);
-        return false;
+        return Sent::dropped;
     }
     socklen_t length = 0;
     const sockaddr_un where = address_of(master_, master ? kMaster : target / 2, target % 2, length);
@@ -225,23 +236,23 @@ bool TopicRelay::send_to(unsigned target, const Message& message, std::uint64_t 
             // ECONNREFUSED: no process holds that name (the other bank, or a worker restarting).
             // EAGAIN: it read nothing for 200 ms; it is passed over for a second, so that one
             // stalled process does not hold up the others' messages.
-            if (errno != ECONNREFUSED) {
-                lost_.fetch_add(1, std::memory_order_relaxed);
-                stalled_until_[target] = now + std::chrono::seconds(1);
-                if (master)
-                    spdlog::warn("topics: the master is not reading ({}); what is published in the next second does "
-                                 "not reach other hosts",
-                                 std::strerror(errno));
-                else
-                    spdlog::warn("topics: worker {} is not reading ({}); what is published in the next second is "
-                                 "lost for its subscribers",
-                                 target / 2, std::strerror(errno));
-            }
-            return false;
+            if (errno == ECONNREFUSED) return Sent::absent;
+            lost_.fetch_add(1, std::memory_order_relaxed);
+            stalled_until_[target] = now + std::chrono::seconds(1);
+            if (master)
+                spdlog::warn("topics: the master is not reading ({}); what is published in the next second does "
+                             "not reach other hosts",
+                             std::strerror(errno));
+            else
+                spdlog::warn("topics: worker {} is not reading ({}); what is published in the next second is "
+                             "lost for its subscribers{}",
+                             target / 2, std::strerror(errno),
+                             index_ == kMaster ? " (told of a gap once it reads again)" : "");
+            return Sent::dropped;
         }
         offset += piece;
     } while (offset < message.data.size());
-    return true;
+    return Sent::sent;
 }
 
 void TopicRelay::receive_loop() {

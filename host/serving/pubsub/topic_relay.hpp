@@ -29,6 +29,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -130,8 +131,9 @@ private:
     /// A whole message from `sender`: a worker delivers it, the master sends it across hosts.
     void hand_on(pid_t sender, unsigned slot, std::string_view topic, std::string_view data, bool binary);
     void send_to_all(const Message& message);
-    /// False when `target` was passed over (not reading).
-    bool send_to(unsigned target, const Message& message, std::uint64_t id, std::chrono::steady_clock::time_point now);
+    enum class Sent { sent, absent, dropped };  // absent: no process holds that name
+    /// dropped: `target` did not read (passed over for a second), or the send failed.
+    Sent send_to(unsigned target, const Message& message, std::uint64_t id, std::chrono::steady_clock::time_point now);
     void receive_one(const char* bytes, std::size_t size, pid_t sender);
     bool trusted(pid_t sender);
 
@@ -152,6 +154,10 @@ private:
     bool stopping_ = false;
     std::uint64_t next_id_ = 1;  // send thread only
     std::vector<std::chrono::steady_clock::time_point> stalled_until_;  // send thread only: by target (the master last)
+    // The master's send thread: by worker target, topics a message it could not take was in (a gap
+    // said to it once it reads again). Bounded: a worker stuck that long is restarted anyway.
+    std::vector<std::set<std::string>> owed_gaps_;
+    static constexpr std::size_t kMaxOwedGaps = 10000;
     std::unordered_map<pid_t, Partial> partial_;  // receive thread only: messages coming in pieces
     std::unordered_map<pid_t, bool> verdicts_;     // receive thread only: senders checked
     std::atomic<std::uint64_t> lost_{0};
