@@ -101,6 +101,13 @@ nlohmann::json drive_while(const ClusterOfThree& cluster, const std::string& arg
     return report;
 }
 
+/// The opening handshake of a WebSocket on /csp/topics subscribed to `topic` (`?gap=1`: it hears gaps).
+std::string subscribe_to(const std::string& topic, bool hears_gaps) {
+    return "GET /csp/topics?sub=" + topic + (hears_gaps ? "&gap=1" : "") +
+           " HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+}
+
 std::string summary(const nlohmann::json& report) {
     nlohmann::json brief = report;
     if (brief.contains("clients"))
@@ -162,9 +169,7 @@ TEST(TopicsAcrossHosts, SubscribesEachHostOnceWhateverItsClients) {
     ClusterOfThree cluster;
     // 12 conversations over the three hosts, on one topic: three subscriptions in Redis.
     std::vector<std::unique_ptr<HttpClient>> open;
-    const std::string upgrade = "GET /csp/topics?sub=lobby HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
-                                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                                "Sec-WebSocket-Version: 13\r\n\r\n";
+    const std::string upgrade = subscribe_to("lobby", false);
     for (int i = 0; i < 12; ++i) {
         open.push_back(std::make_unique<HttpClient>(cluster.hosts[i % 3]->port(), 5s));
         open.back()->send(upgrade);
@@ -272,8 +277,7 @@ TEST(TopicsAcrossHosts, LoopsNeverWaitForAStoppedRedis) {
     // A subscriber on another host, which hears of gaps: what stays on the publishing hosts is a
     // hole it is told of once Redis is back.
     HttpClient listener(cluster.hosts[1]->port(), 15s);
-    listener.send("GET /csp/topics?sub=quiet&gap=1 HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    listener.send(subscribe_to("quiet", true));
     ASSERT_NE(listener.read_until("\r\n\r\n").find(" 101 "), std::string::npos);
     ASSERT_TRUE(eventually([&] { return cluster.redis.command({"PUBSUB", "NUMSUB", "cspd:c:quiet"}).ends_with(":1\r\n"); }, 5s));
     cluster.redis.pause();
@@ -329,8 +333,7 @@ TEST(TopicsAcrossHosts, LoopsNeverWaitForAStoppedRedis) {
 TEST(TopicsAcrossHosts, AWorkerThatStoppedReadingIsToldWhatItMissed) {
     ClusterOfThree cluster;
     HttpClient listener(cluster.hosts[1]->port(), 20s);
-    listener.send("GET /csp/topics?sub=stall&gap=1 HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    listener.send(subscribe_to("stall", true));
     ASSERT_NE(listener.read_until("\r\n\r\n").find(" 101 "), std::string::npos);
     ASSERT_TRUE(eventually([&] { return cluster.redis.command({"PUBSUB", "NUMSUB", "cspd:c:stall"}).ends_with(":1\r\n"); }, 5s));
     // Host 1's workers stop for 1.5 s while host 0 publishes more than their sockets hold: the
