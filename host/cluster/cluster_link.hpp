@@ -5,12 +5,14 @@
 // (a subscribed connection takes no other command).
 //
 // Never silent: while Redis cannot be reached, publishes wait in a queue and go in order once it
-// is back (a publish sent twice is recorded once). The workers keep it to --cluster-queue (each
-// reserves a publish's bytes before sending it here, and csp_publish says CSP_AGAIN past it):
-// settled() gives the bytes back once Redis has answered. Here the queue is refused only past
-// twice the bound, a safety net against a worker that does not keep to it. After a cut each topic reads what it missed from its
-// stream (TopicPositions), and a gap is said where the stream no longer reaches back. Reconnects
-// back off from 100 ms to 5 s, and never give up.
+// is back (a publish sent twice is recorded once); one Redis refuses for now (loading, read-only,
+// out of memory) waits too. The workers keep the queue to --cluster-queue (each reserves a
+// publish's bytes before sending it here, and csp_publish says CSP_AGAIN past it): settled() gives
+// the bytes back once Redis has answered. Here the queue is refused only past twice the bound, a
+// safety net against a worker that does not keep to it. A publish that does not cross (kept home,
+// refused for good) leaves a skip marker in its topic's offsets, so the other hosts see the hole.
+// After a cut each topic reads what it missed from its stream (TopicPositions), and a gap is said
+// where the stream no longer reaches back. Reconnects back off from 100 ms to 5 s, and never give up.
 #pragma once
 
 #include "cluster/redis_address.hpp"
