@@ -585,6 +585,9 @@ def main():
     parser.add_argument("--access-log", action="store_true",
                         help="also run cspd with --access-log and nginx with access_log ... buffer=64k, to measure "
                              "what logging costs each (as 'cspd+log' and 'nginx+log')")
+    parser.add_argument("--sandbox-cost", action="store_true",
+                        help="also run cspd with --no-sandbox (as 'cspd-nosandbox'), to measure what the sandbox "
+                             "(file rules and call filter) costs a request")
     parser.add_argument("--baseline", default=None, metavar="CSPD[:HANDLERS]",
                         help="another cspd binary (an earlier build) measured as the peer 'cspd-before', with "
                              "the hello.so and xpng.so built with it (default: the same as --handlers)")
@@ -613,6 +616,8 @@ def main():
         servers.append(Cspd(BASE_PORT + 8, work, args.cspd, handlers, name="cspd+log",
                             extra=("--access-log", str(work / "cspd-access.log"))))
         servers.append(Nginx(BASE_PORT + 9, work, access_log=True))
+    if args.sandbox_cost:
+        servers.append(Cspd(BASE_PORT + 10, work, args.cspd, handlers, name="cspd-nosandbox", extra=("--no-sandbox",)))
     if args.ceilings:
         for i, (name, (binary, description)) in enumerate(CEILINGS.items()):
             if (args.ceilings / binary).exists():

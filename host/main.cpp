@@ -9,6 +9,7 @@
 #include "process/log_file.hpp"
 #include "process/master.hpp"
 #include "process/privileges.hpp"
+#include "process/sandbox.hpp"
 #include "process/server.hpp"
 #include "cli/scaffold.hpp"
 
@@ -92,6 +93,7 @@ int serve(cspd::Invocation invocation, int argc, char** argv) {
                                                                            ? invocation.worker_slot
                                                                            : invocation.worker_index * int(config.threads))})
                 .run();
+        cspd::announce_sandbox(config.sandbox);  // once, by the process that is the service
         if (config.workers == 0) return cspd::Server(std::move(config)).run();
         return cspd::Master(std::move(config), std::vector<std::string>(argv, argv + argc)).run();
     } catch (const std::exception& e) {
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
     // Internal: a short-lived process that tries a new handler version (process/handler_vetting).
     if (argc >= 2 && std::string_view(argv[1]) == "__vet") return cspd::run_vetting_child(argc - 1, argv + 1);
     // Internal: the process that forks vetting processes for one worker (process/vetting_fork_server).
-    if (argc >= 2 && std::string_view(argv[1]) == "__vet-server") return cspd::run_vetting_fork_server();
+    if (argc >= 2 && std::string_view(argv[1]) == "__vet-server") return cspd::run_vetting_fork_server(argc - 1, argv + 1);
     // Internal: the only process that holds TLS private keys (process/key_process).
     if (argc >= 2 && std::string_view(argv[1]) == "__keys") return cspd::run_key_process(argc - 1, argv + 1);
     cspd::block_lifecycle_signals();  // until the server has its handlers for them

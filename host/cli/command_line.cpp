@@ -50,7 +50,8 @@ struct Readings {
     std::string handlers_dir, www_dir, upload_dir, sdk_include, log_file, server_folder, access_log,
         access_log_format = "combined", certs_dir;
     bool single_process = false, no_vetting = false, no_rollback = false, no_status = false, no_probes = false,
-         insecure_handlers = false, no_compress = false;
+         insecure_handlers = false, no_compress = false, no_sandbox = false;
+    std::string data_dir;
     std::string compress_encodings = "zstd,br,gzip", compress_types;  // empty types: the default list
     std::string client_rate, trust_proxy, trust_proxy_header = "X-Forwarded-For";
     std::string cluster;
@@ -67,6 +68,9 @@ struct Readings {
         config.strict_handler_modes = !insecure_handlers;
         config.vet_handlers = !no_vetting;
         config.rollback = !no_rollback;
+        config.sandbox.enabled = !no_sandbox;
+        if (!data_dir.empty()) config.sandbox.data_dir = std::filesystem::absolute(data_dir).lexically_normal();
+        if (config.compile_sources) config.sandbox.allow_exec = true;  // the compiler runs from the worker
         config.server_folder = server_folder;
         config.sdk_include = sdk_include;
         config.probes = !no_probes;
@@ -429,6 +433,21 @@ void add_handler_options(CLI::App& app, Config& config, Readings& read) {
         ->group(group);
 }
 
+void add_sandbox_options(CLI::App& app, Config& config, Readings& read) {
+    const char* group = "Sandbox";
+    app.add_flag("--no-sandbox", read.no_sandbox,
+                 "run handlers without the kernel's sandbox (file rules and the call filter): all the account may do")
+        ->group(group);
+    app.add_flag("--sandbox-log-only", config.sandbox.log_only,
+                 "log and count the calls the sandbox would deny, and let them run; no file rules")
+        ->group(group);
+    app.add_flag("--allow-exec", config.sandbox.allow_exec, "handlers may start programs (execve; --compile implies it)")
+        ->group(group);
+    app.add_option("--data-dir", read.data_dir,
+                   "a folder of its own beneath this for each handler, readable and writable by it (csp_data_dir)")
+        ->group(group);
+}
+
 void add_toolkit_options(CLI::App& app, Config& config) {
     const char* group = "Toolkit";
     app.add_option("--kv-entries", config.kv_entries, "entries of the store all workers share (csp_kv_*); 0: no store")
@@ -504,6 +523,7 @@ Invocation parse_command_line(int argc, char** argv) {
     add_client_options(app, config, read);
     add_cluster_options(app, read);
     add_handler_options(app, config, read);
+    add_sandbox_options(app, config, read);
     add_toolkit_options(app, config);
     add_status_options(app, config, read);
     add_worker_role(app, invocation, read);

@@ -2,6 +2,7 @@
 // and the handler log's budget. Set once by the server before its loops start, read by any thread.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace cspd {
@@ -14,6 +15,7 @@ struct HostServices {
     unsigned log_rate = 50;        ///< --handler-log-rate: lines a second per handler version and process
     ClientLimits* client_limits = nullptr;  ///< the per-client counts (csp_limit); null: none (csp_limit lets all in)
     std::string cluster_redis;  ///< --cluster's Redis, for /-/status and /metrics; empty: none
+    std::filesystem::path data_dir;  ///< --data-dir: handlers' own folders beneath (csp_data_dir); empty: none
 };
 
 HostServices& host_services();

@@ -104,7 +104,10 @@ MappedRange mapped_range(const std::string& path) {
 }  // namespace
 
 HandlerLoader::HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes)
-    : scratch_(std::in_place, scratch_parent), strict_modes_(strict_modes) {}
+    : scratch_(std::in_place, scratch_parent), copies_(scratch_->path()), strict_modes_(strict_modes) {}
+
+HandlerLoader::HandlerLoader(CopiesInto where, bool strict_modes)
+    : copies_(std::move(where.folder)), strict_modes_(strict_modes) {}
 
 HandlerLoader::HandlerLoader(LoadInPlace) : strict_modes_(false) {}
 
@@ -250,8 +253,8 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
     // A unique private name per version: dlopen never sees a path or inode twice.
     const std::uint64_t sequence = next_sequence_++;
     const std::filesystem::path copy =
-        scratch_ ? scratch_->path() / (name + "." + std::to_string(sequence) + ".so") : file;
-    if (scratch_) {
+        !copies_.empty() ? copies_ / (name + "." + std::to_string(sequence) + ".so") : file;
+    if (!copies_.empty()) {
         UniqueFd copied(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700));
         if (!copied || !write_all(copied.get(), image)) {
             const int err = errno;
@@ -267,7 +270,7 @@ LoadResult HandlerLoader::prepare(const std::string& name, const std::filesystem
     out.image_hash_ = image_hash;
     out.sequence_ = sequence;
     out.config_ = std::move(config);
-    out.owns_copy_ = scratch_.has_value();
+    out.owns_copy_ = !copies_.empty();
     return {};
 }
 

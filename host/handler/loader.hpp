@@ -74,12 +74,19 @@ private:
 /// makes no folder and writes no copy.
 struct LoadInPlace {};
 
+/// HandlerLoader's constructor for a serving process whose private folder is made already (its
+/// sandbox names it before any handler loads): the copies go there, and the folder stays its owner's.
+struct CopiesInto {
+    std::filesystem::path folder;
+};
+
 class HandlerLoader {
 public:
     /// Creates a private directory for the copies under `scratch_parent`; throws on failure.
     /// With `strict_modes`, refuses files that someone other than root or this user could have written.
     explicit HandlerLoader(const std::filesystem::path& scratch_parent, bool strict_modes = true);
     explicit HandlerLoader(LoadInPlace);
+    explicit HandlerLoader(CopiesInto where, bool strict_modes = true);
     ~HandlerLoader();
     HandlerLoader(const HandlerLoader&) = delete;
     HandlerLoader& operator=(const HandlerLoader&) = delete;
@@ -123,10 +130,11 @@ public:
     static bool identify(const std::filesystem::path& file, HandlerFileIdentity& out);
 
     /// Where private copies go (not for a LoadInPlace loader).
-    const std::filesystem::path& scratch_dir() const { return scratch_->path(); }
+    const std::filesystem::path& scratch_dir() const { return copies_; }
 
 private:
-    std::optional<PrivateFolder> scratch_;  // none: LoadInPlace
+    std::optional<PrivateFolder> scratch_;  // the folder this loader made, if it made one
+    std::filesystem::path copies_;          // where copies go; empty: LoadInPlace
     bool strict_modes_;
     std::uint64_t next_sequence_ = 1;
     PhaseObserver on_phase_;

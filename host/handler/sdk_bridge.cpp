@@ -175,7 +175,9 @@ const csp_host_api& host_api() {
                                   &WebSocketApi::close, &WebSocketApi::subscribe, &WebSocketApi::unsubscribe,
                                   &WebSocketApi::publish,
                                   // 2.5
-                                  &ToolkitApi::reply_compress, &ToolkitApi::limit};
+                                  &ToolkitApi::reply_compress, &ToolkitApi::limit,
+                                  // 2.6
+                                  &ToolkitApi::data_dir};
     return api;
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/clocks.hpp"
 #include "common/one_line.hpp"
+#include "handler/data_folders.hpp"
 #include "handler/host_services.hpp"
 #include "handler/init_context.hpp"
 #include "handler/sdk_bridge.hpp"
@@ -173,6 +174,20 @@ int ToolkitApi::log(const csp_request* req, int level, const char* text, size_t 
         return 1;  // a log that cannot be written is not the handler's failure
     }
     return 0;
+}
+
+csp_str ToolkitApi::data_dir(const csp_request* req, const csp_init_context* ctx) noexcept {
+    try {
+        std::string_view name;
+        if (ctx)
+            name = {ctx->name.data, ctx->name.size};
+        else if (const HandlerVersion* version = req ? view_of(req).version() : nullptr)
+            name = version->name();
+        const std::string* folder = handler_data_folder(name);
+        return folder ? csp_str{folder->c_str(), folder->size()} : csp_str{nullptr, 0};
+    } catch (...) {
+        return {nullptr, 0};
+    }
 }
 
 int ToolkitApi::reply_cache(csp_reply* r, unsigned seconds) noexcept {

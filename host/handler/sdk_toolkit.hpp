@@ -1,5 +1,6 @@
 // The host's side of SDK 2.2, the toolkit: form arguments, iteration over arguments and headers,
-// cookies, request ids, csp_log and the shared store. Functions of the csp_host_api table.
+// cookies, request ids, csp_log and the shared store; and later minors' (compression, limits, the
+// data folder). Functions of the csp_host_api table.
 #pragma once
 
 #include <csp/csp.h>
@@ -36,6 +37,7 @@ struct ToolkitApi {
     static int reply_compress(csp_reply* reply, int mode) noexcept;
     static unsigned limit(const csp_request* req, const char* key, size_t key_size, double rate_per_s,
                           unsigned burst) noexcept;
+    static csp_str data_dir(const csp_request* req, const csp_init_context* ctx) noexcept;
 };
 
 }  // namespace cspd

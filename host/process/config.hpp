@@ -17,6 +17,14 @@
 
 namespace cspd {
 
+/// What handler code may touch (process/sandbox): --no-sandbox, --sandbox-log-only, --allow-exec, --data-dir.
+struct SandboxConfig {
+    bool enabled = true;              ///< every serving process, once its set-up is done
+    bool log_only = false;            ///< denied calls are reported and run after all; no file rules
+    bool allow_exec = false;          ///< handlers may start programs (--compile needs it too)
+    std::filesystem::path data_dir;   ///< a folder per handler beneath (csp_data_dir); empty: none
+};
+
 struct Config {
     /// Each connection's limits and timeouts, by protocol (--max-body, --send-timeout, --h2-*,
     /// --ws-*, ...): each loop gets a copy; --handler-timeout is also the master's watchdog.
@@ -71,6 +79,7 @@ struct Config {
     bool rollback = true;                ///< a quarantined version gives way to the one it replaced
     unsigned max_handlers = 256;         ///< handler names each loop counts (live or still in use); more are served uncounted
     std::filesystem::path server_folder;  ///< the master's: kept handler versions (set for its workers)
+    SandboxConfig sandbox;
 
     /// Event loops over all processes.
     unsigned loops_total() const { return (workers == 0 ? 1 : workers) * threads; }

@@ -19,8 +19,8 @@ namespace cspd {
 
 struct HandlerSupply::Parts {
     Parts(boost::asio::io_context& control, const Config& config, const std::optional<WorkerRole>& role,
-          SharedStats& stats)
-        : loader(private_folder_parent(), config.strict_handler_modes),
+          SharedStats& stats, const std::filesystem::path& private_folder)
+        : loader(CopiesInto{private_folder}, config.strict_handler_modes),
           // Each new version is tried in a short-lived process before this one loads it (unless
           // --no-vetting), and none the master has fenced is loaded.
           vetting(control, std::chrono::seconds(config.init_timeout_s), &stats, config.vet_handlers,
@@ -80,8 +80,9 @@ void feed_loops(HandlerRegistry& registry, const std::vector<std::unique_ptr<Eve
 
 HandlerSupply::HandlerSupply(boost::asio::io_context& control, const Config& config,
                              const std::optional<WorkerRole>& role, SharedStats& stats, unsigned first_slot,
-                             const std::vector<std::unique_ptr<EventLoop>>& loops)
-    : parts_(std::make_unique<Parts>(control, config, role, stats)) {
+                             const std::vector<std::unique_ptr<EventLoop>>& loops,
+                             const std::filesystem::path& private_folder)
+    : parts_(std::make_unique<Parts>(control, config, role, stats, private_folder)) {
     Parts& p = *parts_;
     p.loader.set_worker(role ? role->index : 0, std::max(1u, config.workers));
     report_loading_phases(p.loader, stats.slots[first_slot]);
@@ -115,5 +116,8 @@ void HandlerSupply::start(std::function<void()> settled, bool wait_for_vetting) 
 void HandlerSupply::rescan() { parts_->watcher->rescan(); }
 void HandlerSupply::stop() { parts_->watcher->stop(); }
 void HandlerSupply::clear() { parts_->registry.clear(); }
+bool HandlerSupply::start_vetting(const std::string& call_filter, std::string& error) {
+    return parts_->vetting.start_fork_server(call_filter, error);
+}
 
 }  // namespace cspd

@@ -6,6 +6,7 @@
 #include "process/config.hpp"
 #include "process/worker_role.hpp"
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,9 +23,11 @@ struct SharedStats;
 
 class HandlerSupply {
 public:
-    /// `stats` and `loops` outlive this. Throws if the folder cannot be watched.
+    /// `stats` and `loops` outlive this; the private copies of handler files go into
+    /// `private_folder` (this process's, which outlives this). Throws if the folder cannot be watched.
     HandlerSupply(boost::asio::io_context& control, const Config& config, const std::optional<WorkerRole>& role,
-                  SharedStats& stats, unsigned first_slot, const std::vector<std::unique_ptr<EventLoop>>& loops);
+                  SharedStats& stats, unsigned first_slot, const std::vector<std::unique_ptr<EventLoop>>& loops,
+                  const std::filesystem::path& private_folder);
     ~HandlerSupply();
     HandlerSupply(const HandlerSupply&) = delete;
     HandlerSupply& operator=(const HandlerSupply&) = delete;
@@ -38,6 +41,8 @@ public:
     void stop();
     /// Lets go of every version (the loops' own references go with them).
     void clear();
+    /// Starts the vetting fork server now, with the sandbox's `call_filter` (process/sandbox).
+    bool start_vetting(const std::string& call_filter, std::string& error);
 
 private:
     struct Parts;

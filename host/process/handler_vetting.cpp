@@ -1,5 +1,7 @@
 #include "process/handler_vetting.hpp"
 
+#include "handler/host_services.hpp"
+
 #include "handler/loader.hpp"
 #include "process/crash_reporter.hpp"
 #include "process/vetting_fork_server.hpp"
@@ -133,6 +135,10 @@ void HandlerVetting::vet(Pending pending, std::shared_ptr<UniqueFd> claim) {
         });
 }
 
+bool HandlerVetting::start_fork_server(const std::string& call_filter, std::string& error) {
+    return !try_versions_ || forks_->start_now(call_filter, error);
+}
+
 void HandlerVetting::cancel(const std::string& name) {
     if (const auto wait = waits_.find(name); wait != waits_.end()) {
         wait->second->timer.cancel();
@@ -159,6 +165,8 @@ void prepare_vetting_process() {
     spdlog::set_level(spdlog::level::warn);  // its loads and unloads are not news
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P vetting] %v");
     install_crash_reporter();  // a crash report names the handler and the phase
+    // csp_data_dir: the worker that started this process said where (its environment, inherited).
+    if (const char* data_dir = std::getenv(kDataDirVariable)) host_services().data_dir = data_dir;
 }
 
 int run_vetting_child(int argc, char** argv, bool prepared) {

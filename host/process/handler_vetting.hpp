@@ -28,6 +28,9 @@ namespace cspd {
 
 struct SharedStats;
 class VettingForkServer;
+
+/// The environment variable through which a worker tells its vetting processes --data-dir.
+inline constexpr const char* kDataDirVariable = "CSPD_DATA_DIR";
 class VettingProcess;
 
 class HandlerVetting final : public LoadGate {
@@ -49,6 +52,8 @@ public:
 
     /// Vetting processes running now.
     std::size_t running() const { return runs_.size(); }
+    /// Starts the fork server now, with `call_filter` (process/sandbox); nothing without vetting.
+    bool start_fork_server(const std::string& call_filter, std::string& error);
 
 private:
     using Key = std::tuple<std::string, std::uint64_t, std::uint64_t>;  // name, size, hash

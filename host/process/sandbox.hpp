@@ -1,40 +1,45 @@
-// The kernel's share of keeping handler code in its place: a seccomp filter that denies what no
-// request handler needs -- running programs, tracing or reading other processes, mounts and
-// namespaces, kernel keys and modules, bpf, perf, userfaultfd, personality, io_uring, raw and
-// packet sockets -- installed on every thread of a process once its set-up is done. TCP, UDP and
-// Unix sockets stay: handlers talk to databases.
-//
-// A denied call is trapped (SIGSYS) rather than killing: the thread's running-handler mark (the
-// crash reporter's) names the handler, one line a handler and call is logged, the denials are
-// counted, and the call returns EPERM -- or, in log-only mode, runs after all (an operator trying
-// the sandbox on existing handlers). A handler cannot silence it: setting SIGSYS's action is denied.
-//
-// Work in progress (issue 45, first step): not yet installed by the workers; see the note.
+// The sandbox every serving process enters once its set-up is done (workers, the single
+// process, and the vetting processes): what handler code may touch, enforced by the kernel.
+//  - File rules (Landlock, process/file_rules): read the handlers folder, www/, the system's
+//    programs and libraries, /etc's world-readable files and this process's own /proc; read and
+//    write the process's private folder, the master's server folder, --upload-dir and --data-dir;
+//    append to the log files; never --certs. Signals reach only the process's own domain.
+//  - The call filter (seccomp, process/call_filter): exec (unless --allow-exec), tracing, other
+//    processes' memory, mounts, namespaces, bpf, keys, modules, raw sockets... return EPERM,
+//    blamed on the handler that called and counted.
+// Order matters: the file rules bind only the thread that enters them (and what it starts later),
+// so they come before the loops' threads; the vetting fork server is started between the two, so
+// that it shares the file rules (and can be signalled) and is still allowed to be executed.
 #pragma once
 
-#include <cstdint>
+#include "process/config.hpp"
+#include "process/file_rules.hpp"
+
+#include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace cspd {
 
-struct SandboxSupport {
-    bool seccomp = false;  ///< seccomp filters (SECCOMP_SET_MODE_FILTER, with TSYNC)
-    int landlock = 0;      ///< Landlock's ABI version; 0: none
-};
+struct SandboxDenials;
+struct SandboxFacts;
 
-/// What this kernel offers (asks it; no side effect).
-SandboxSupport probe_sandbox() noexcept;
+/// Says once, at start, what the sandbox does on this kernel: loudly what it cannot.
+void announce_sandbox(const SandboxConfig& config);
 
-struct SandboxOptions {
-    bool log_only = false;    ///< --sandbox-log-only: report, never deny
-    bool allow_exec = false;  ///< --allow-exec: execve, execveat and vfork stay (and --compile needs them)
-};
+/// What a serving process of `config` may touch, `private_folder` being its own.
+FileRules serving_file_rules(const Config& config, const std::filesystem::path& private_folder);
 
-/// Installs the filter on every thread of this process, and the SIGSYS handler that blames and
-/// logs. False, with `why`, if the kernel refuses (nothing is installed then). Once per process.
-bool install_sandbox(const SandboxOptions& options, std::string& why);
+/// Enters the file rules (a no-op when the sandbox is off or log-only); logs what failed. What
+/// it entered is written to `facts`.
+void enter_file_rules(const Config& config, const FileRules& rules, SandboxFacts& facts);
 
-/// Calls denied (or, log-only, reported) in this process so far.
-std::uint64_t sandbox_denials() noexcept;
+/// The call filter's mode for a vetting fork server ("deny", "exec" or "log"); empty: none.
+std::string vetting_call_filter(const SandboxConfig& config);
+/// Installs the call filter a vetting fork server was told (`mode` from vetting_call_filter()).
+bool install_vetting_call_filter(std::string_view mode, std::string& why);
+
+/// Installs the call filter on every thread of this process; denials are counted in `table`.
+void enter_call_filter(const Config& config, SandboxDenials* table, SandboxFacts& facts);
 
 }  // namespace cspd

@@ -9,7 +9,9 @@
 #include "process/crash_reporter.hpp"
 #include "process/key_keeper.hpp"
 #include "process/privileges.hpp"
+#include "process/sandbox.hpp"
 #include "process/handler_supply.hpp"
+#include "process/handler_vetting.hpp"
 #include "process/lifecycle_signals.hpp"
 #include "process/log_file.hpp"
 #include "process/service_notifier.hpp"
@@ -88,12 +90,13 @@ public:
           // Installed before the first (possibly slow) handler load, so an early SIGTERM still drains.
           signals_(control_, SIGINT, SIGTERM, SIGQUIT), requests_(control_, SIGHUP, SIGUSR1),
           keep_alive_(control_), stuck_check_(control_), drain_deadline_(control_) {
-        www_.watch();  // small files are kept in memory while nothing under www changes
         claim_slots();
         host_services().store = store_ ? &*store_ : nullptr;
         host_services().client_limits = &client_limits_;
         host_services().log_rate = config_.handler_log_rate;
         host_services().cluster_redis = config_.cluster ? config_.cluster->address.text() : std::string();
+        host_services().data_dir = config_.sandbox.data_dir;
+        if (!config_.sandbox.data_dir.empty()) ::setenv(kDataDirVariable, config_.sandbox.data_dir.c_str(), 1);
         set_process_crash_flag(&stats_.slots[first_slot_].crashed_elsewhere);
         set_process_death_blame(&stats_.slots[first_slot_].blame);
         install_exit_blame();  // exit() in a handler's call is blamed on it
@@ -114,7 +117,14 @@ public:
             certificates_.emplace(control_, loops_, tls_status_, config_.connection.http2.enabled);
         }
         if (!role_) give_up_root();  // a worker did before it got here
-        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_);
+        private_folder_.emplace(private_folder_parent());  // as the account that runs handlers
+        enter_file_rules_first();
+        // Threads from here on: the file rules bind them.
+        www_.watch();  // small files are kept in memory while nothing under www changes
+        if (access_log_) access_log_->start();
+        relay_topics();
+        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_, private_folder_->path());
+        enter_call_filter_last();
     }
 
     int run() {
@@ -173,19 +183,6 @@ private:
         // csp_publish reaches this process's topics from any thread.
         TopicBoard::instance().set_max_message(config_.connection.websocket.max_message);
         Publisher::set_current(&TopicBoard::instance());
-        if (role_ && (config_.workers > 1 || config_.cluster)) {
-            // Publishes reach the other workers' subscribers, and theirs reach this one's; with
-            // --cluster, through the master, every other host's too.
-            TopicRelay::Receivers receivers;
-            receivers.deliver = [](std::string_view topic, std::string_view data, bool binary) {
-                TopicBoard::instance().deliver_here(topic, data, binary);
-            };
-            receivers.gap = [](std::string_view topic) { TopicBoard::instance().gap_here(topic); };
-            relay_ = std::make_unique<TopicRelay>(role_->master, role_->index, config_.workers,
-                                                  config_.cluster.has_value(), std::move(receivers));
-            if (config_.cluster) relay_->bound_cluster_queue(stats_, first_slot_, config_.cluster->queue_bytes);
-            TopicBoard::instance().set_relay(relay_.get());
-        }
         for (unsigned t = 0; t < config_.threads; ++t) {
             loops_.push_back(std::make_unique<EventLoop>(first_slot_ + t, options, www_));
             loops_.back()->attach_blocking_pool(blocking_);
@@ -219,6 +216,55 @@ private:
         hand_over(config_.log_file, account);
         hand_over(config_.access_log, account);
         become(account);
+    }
+
+    /// Publishes reach the other workers' subscribers, and theirs reach this one's; with
+    /// --cluster, through the master, every other host's too. (Its threads start here.)
+    void relay_topics() {
+        if (!role_ || (config_.workers <= 1 && !config_.cluster)) return;
+        TopicRelay::Receivers receivers;
+        receivers.deliver = [](std::string_view topic, std::string_view data, bool binary) {
+            TopicBoard::instance().deliver_here(topic, data, binary);
+        };
+        receivers.gap = [](std::string_view topic) { TopicBoard::instance().gap_here(topic); };
+        relay_ = std::make_unique<TopicRelay>(role_->master, role_->index, config_.workers, config_.cluster.has_value(),
+                                              std::move(receivers));
+        relay_->trust_workers_listed_in(stats_);  // /proc of other processes is closed to a sandboxed worker
+        if (config_.cluster) relay_->bound_cluster_queue(stats_, first_slot_, config_.cluster->queue_bytes);
+        TopicBoard::instance().set_relay(relay_.get());
+    }
+
+    /// The sandbox's file rules (process/sandbox) bind the thread that enters them and those it
+    /// starts later: this one, before its first other thread. The sockets, the key process (alone)
+    /// and the change of account come before; handler code after.
+    void enter_file_rules_first() {
+        if (!config_.sandbox.enabled) return;
+        // The compiler's and the handlers' temporary files (and, by default, spilled uploads) go
+        // to this process's private folder: /tmp is not theirs to write.
+        ::setenv("TMPDIR", private_folder_->path().c_str(), 1);
+        if (const std::size_t threads = threads_running(); threads > 1)
+            spdlog::warn("sandbox: {} threads run already; the file rules bind only this one and those it starts",
+                         threads);
+        enter_file_rules(config_, serving_file_rules(config_, private_folder_->path()), stats_.sandbox);
+    }
+
+    /// The vetting fork server starts inside the file rules (which let this process signal it)
+    /// and before the call filter (which denies starting programs), then the filter binds every thread.
+    void enter_call_filter_last() {
+        if (!config_.sandbox.enabled) return;
+        std::string error;
+        if (!supply_->start_vetting(vetting_call_filter(config_.sandbox), error))
+            spdlog::error("sandbox: {} (new versions are vetted by a process started afresh, if the sandbox lets it)",
+                          error);
+        enter_call_filter(config_, &stats_.sandbox_denials, stats_.sandbox);
+    }
+
+    static std::size_t threads_running() {
+        std::error_code ec;
+        std::size_t count = 0;
+        for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec))
+            ++count;
+        return count;
     }
 
     /// Alone, this process rotates its session ticket keys (a master does for its workers).
@@ -400,6 +446,7 @@ private:
     unsigned short tls_port_ = 0;
     asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting
     asio::signal_set signals_, requests_;
+    std::optional<PrivateFolder> private_folder_;  // copies of handler files, temporary files; before supply_
     std::optional<HandlerSupply> supply_;
     std::optional<KeyKeeper> keys_;
     std::optional<TicketKeys> tickets_;

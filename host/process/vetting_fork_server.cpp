@@ -3,6 +3,7 @@
 #include "common/fd_passing.hpp"
 #include "common/unique_fd.hpp"
 #include "process/handler_vetting.hpp"
+#include "process/sandbox.hpp"
 #include "process/spawn_self.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -47,6 +48,7 @@ struct VettingForkServer::State {
     std::map<pid_t, Ended> children;
     bool reading = false;
     unsigned generation = 0;  // of the fork server: a wait armed for an earlier one is ignored
+    std::string call_filter;  // handed to each fork server started
 
     bool running() const { return server > 0 && socket.is_open(); }
 
@@ -57,7 +59,9 @@ struct VettingForkServer::State {
             return false;
         }
         UniqueFd ours(ends[0]), theirs(ends[1]);
-        server = spawn_self({"__vet-server"}, theirs.get(), error);
+        std::vector<std::string> words{"__vet-server"};
+        if (!call_filter.empty()) words.push_back(call_filter);
+        server = spawn_self(words, theirs.get(), error);
         if (server < 0) {
             error = "cannot start the vetting fork server: " + error;
             return false;
@@ -180,7 +184,12 @@ pid_t VettingForkServer::start(const std::string& name, const std::filesystem::p
 
 void VettingForkServer::forget(pid_t pid) { state_->children.erase(pid); }
 
-int run_vetting_fork_server() {
+bool VettingForkServer::start_now(const std::string& call_filter, std::string& error) {
+    state_->call_filter = call_filter;
+    return state_->running() || state_->launch(error);
+}
+
+int run_vetting_fork_server(int argc, char** args) {
     // It dies with its worker; its children die with it (run_vetting_child asks for that too).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() == 1) return 0;  // the worker is already gone
@@ -192,6 +201,15 @@ int run_vetting_fork_server() {
     if (!ended) return 1;
     // Done once here, not in each child: every page a child touches costs it a copy.
     prepare_vetting_process();
+    // The worker's sandbox: its file rules are inherited; the call filter is installed here, after
+    // the set-up above, and every vetting process forked from now on has it.
+    if (argc >= 2) {
+        std::string why;
+        if (!install_vetting_call_filter(args[1], why)) {
+            send_message(kSocketFd, "ERR sandbox: " + why);
+            return 1;
+        }
+    }
     for (;;) {
         pollfd waits[2] = {{kSocketFd, POLLIN, 0}, {ended.get(), POLLIN, 0}};
         if (::poll(waits, 2, -1) < 0) {

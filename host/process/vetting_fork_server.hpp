@@ -43,6 +43,10 @@ public:
                 unsigned workers, int report_fd, Ended ended, std::string& error);
     /// Forgets `pid`'s Ended (its process was killed and is no longer waited for).
     void forget(pid_t pid);
+    /// Starts the fork server now rather than at the first vetting: a sandboxed worker does so
+    /// before its call filter denies starting programs. `call_filter` ("deny", "exec", "log"; empty:
+    /// none) is installed in the fork server, so every vetting process has it. False, with `error`.
+    bool start_now(const std::string& call_filter, std::string& error);
 
     struct State;
 
@@ -50,7 +54,7 @@ private:
     std::unique_ptr<State> state_;
 };
 
-/// The fork server's side: `cspd __vet-server`, its socket on descriptor 3.
-int run_vetting_fork_server();
+/// The fork server's side: `cspd __vet-server [CALL-FILTER]`, its socket on descriptor 3.
+int run_vetting_fork_server(int argc, char** argv);
 
 }  // namespace cspd

@@ -329,6 +329,34 @@ nlohmann::ordered_json tls_status(const Summary& sum, const TlsStatusBoard& boar
     return tls;
 }
 
+/// The sandbox (process/sandbox): calls it denied, by handler and call.
+void sandbox_metrics(std::string& out, const SharedStats& stats) {
+    family(out, "cspd_sandbox_denied_total", "counter",
+           "Calls the sandbox denied (or, --sandbox-log-only, reported), by the handler that made them "
+           "(\"\": code outside a handler's call) and the call.");
+    for (const SandboxDenial& entry : stats.sandbox_denials.entries) {
+        if (!entry.ready.load(std::memory_order_acquire)) continue;
+        sample(out, "cspd_sandbox_denied_total", "handler=\"" + label(entry.handler) + "\",call=\"" + label(entry.call) + "\"",
+               double(entry.count.load(std::memory_order_relaxed)));
+    }
+}
+
+nlohmann::ordered_json sandbox_status(const SharedStats& stats) {
+    const SandboxFacts& facts = stats.sandbox;
+    nlohmann::ordered_json sandbox{{"enabled", facts.entered.load(std::memory_order_relaxed) != 0},
+                                   {"log_only", facts.log_only.load(std::memory_order_relaxed) != 0},
+                                   {"exec", facts.exec.load(std::memory_order_relaxed) != 0},
+                                   {"seccomp", facts.seccomp.load(std::memory_order_relaxed) != 0},
+                                   {"landlock", facts.landlock.load(std::memory_order_relaxed)}};
+    auto& denied = sandbox["denied"] = nlohmann::ordered_json::array();
+    for (const SandboxDenial& entry : stats.sandbox_denials.entries)
+        if (entry.ready.load(std::memory_order_acquire))
+            denied.push_back({{"handler", entry.handler},
+                              {"call", entry.call},
+                              {"count", entry.count.load(std::memory_order_relaxed)}});
+    return sandbox;
+}
+
 }  // namespace
 
 std::string render_metrics(const SharedStats& stats, const SharedStore* store, const TlsStatusBoard* tls,
@@ -339,6 +367,7 @@ std::string render_metrics(const SharedStats& stats, const SharedStore* store, c
     if (store) store_metrics(out, *store);
     if (clients) client_metrics(out, *clients);
     if (!cluster_redis.empty()) cluster_metrics(out, stats.cluster);
+    sandbox_metrics(out, stats);
 
     family(out, "cspd_requests_total", "counter", "Responses sent, by status class (handlers, static files, errors).");
     for (unsigned c = 0; c < 5; ++c)
@@ -492,6 +521,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     if (store) doc["kv_store"] = kv_store_status(*store);
     if (clients) doc["clients"] = client_status(*clients, for_public);
     if (!cluster_redis.empty()) doc["cluster"] = cluster_status(stats.cluster, cluster_redis, for_public);
+    doc["sandbox"] = sandbox_status(stats);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
     doc["workers"] = workers_status(stats, tls != nullptr);

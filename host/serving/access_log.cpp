@@ -45,9 +45,9 @@ std::size_t count_lines(std::string_view text) { return static_cast<std::size_t>
 void AccessLog::check(const std::filesystem::path& path) { ::close(open_log(path)); }
 
 AccessLog::AccessLog(std::filesystem::path path, AccessLogFormat format)
-    : path_(std::move(path)), format_(format), fd_(open_log(path_)), pipe_(is_pipe(fd_)) {
-    writer_ = std::thread([this] { write_batches(); });
-}
+    : path_(std::move(path)), format_(format), fd_(open_log(path_)), pipe_(is_pipe(fd_)) {}
+
+void AccessLog::start() { writer_ = std::thread([this] { write_batches(); }); }
 
 AccessLog::~AccessLog() {
     {
@@ -57,7 +57,7 @@ AccessLog::~AccessLog() {
     }
     wake_.notify_all();
     switched_.notify_all();
-    writer_.join();
+    if (writer_.joinable()) writer_.join();
     if (lost_at_stop_)
         spdlog::error("access log {}: {} lines lost at the stop: nobody read the pipe", path_.string(), lost_at_stop_);
     ::close(fd_);

@@ -33,7 +33,11 @@ public:
     /// Throws with the reason if `path` cannot be opened for appending (it is created if missing).
     static void check(const std::filesystem::path& path);
     /// Opens `path` for appending ("-": standard output); throws with the reason if it cannot.
+    /// Lines handed over wait for start().
     AccessLog(std::filesystem::path path, AccessLogFormat format);
+    /// Starts the writer thread: a serving process does once its sandbox's file rules bind the
+    /// thread that starts it (process/sandbox). Once.
+    void start();
     /// Writes what was handed over, waiting at most a second for a pipe nobody reads, then stops.
     ~AccessLog();
     AccessLog(const AccessLog&) = delete;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "stats/http2_counters.hpp"
+#include "stats/sandbox_denials.hpp"
 #include "stats/websocket_counters.hpp"
 #include "stats/tls_counters.hpp"
 
@@ -189,6 +190,8 @@ struct SharedStats {
     // and serves at once what the others serve rather than wait for a version being vetted.
     std::atomic<std::uint32_t> serving{0};
     ClusterStats cluster;  // written by the master
+    SandboxFacts sandbox;            // by every serving process as it enters its sandbox
+    SandboxDenials sandbox_denials;  // by every serving process's SIGSYS handler
     SegmentArray<CrashCount> crash_counts;  // --max-handlers of them, after the loops' entries
     LoopSlot slots[kMaxSlots];
     std::uint64_t segment_bytes = 0;  // the whole segment: this and the arrays after it

@@ -294,7 +294,12 @@ bool TopicRelay::trusted(pid_t sender) {
     const auto known = verdicts_.find(sender);
     if (known != verdicts_.end()) return known->second;
     if (verdicts_.size() > 1024) verdicts_.clear();  // pids of workers long gone
-    const bool ours = parent_of(sender) == master_;
+    bool ours = false;
+    if (listed_) {
+        for (const LoopSlot& slot : listed_->slots) ours = ours || slot.pid.load(std::memory_order_relaxed) == sender;
+    } else {
+        ours = parent_of(sender) == master_;
+    }
     if (!ours) spdlog::warn("topics: a datagram from pid {}, not a worker of this server, is ignored", sender);
     verdicts_[sender] = ours;
     return ours;

@@ -93,6 +93,10 @@ public:
     /// A worker: a publish to `topic` stayed on this host (no room in --cluster-queue): the master
     /// makes the hole seen on the other hosts.
     bool skipped(std::string_view topic);
+    /// A worker: a sender is trusted if `stats` lists its pid in a slot (the master writes each
+    /// worker's there as it starts it). Without this, its parent must be the master (from /proc,
+    /// which a sandboxed worker cannot read for other processes).
+    void trust_workers_listed_in(const SharedStats& stats) { listed_ = &stats; }
     /// A worker with --cluster: its publishes on their way to Redis are reserved in `stats`'s slot
     /// `slot` (its first), and all workers' together are bounded by `bound` (--cluster-queue).
     void bound_cluster_queue(SharedStats& stats, unsigned slot, std::uint64_t bound) {
@@ -144,6 +148,7 @@ private:
     const bool cluster_;
     Receivers receivers_;
     SharedStats* stats_ = nullptr;  // with bound_cluster_queue
+    const SharedStats* listed_ = nullptr;  // with trust_workers_listed_in
     unsigned slot_ = 0;
     std::uint64_t cluster_bound_ = 0;
     int socket_ = -1;

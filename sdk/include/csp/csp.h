@@ -10,7 +10,8 @@
  * iteration over arguments and headers, cookies, request ids, logging and the store shared
  * by all workers; 2.3 added CSP_ABORT_NO_BODY and CSP_KV_QUOTA; 2.4 added WebSockets (csp_ws_*)
  * and topics that reach every worker (csp_publish); 2.5 added csp_reply_compress, csp_limit
- * (with csp_reply_too_many) and on_topic_gap (topics across hosts, --cluster). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
+ * (with csp_reply_too_many) and on_topic_gap (topics across hosts, --cluster); 2.6 added
+ * csp_data_dir and csp_request_data_dir (the handler's own folder, under the sandbox). Inline helpers that cost no ABI (escaping, URLs, redirects, Set-Cookie,
  * multipart/form-data) are in csp/text.h, csp/cookies.h and csp/multipart.h, included below.
  *
  *   static int hello(const csp_request *req, csp_reply *reply) {
@@ -48,7 +49,7 @@ extern "C" {
 
 /* major.minor: the host refuses another major, and a minor newer than its own. */
 #define CSP_ABI_MAJOR 2u
-#define CSP_ABI_MINOR 5u
+#define CSP_ABI_MINOR 6u
 #define CSP_ABI_VERSION ((CSP_ABI_MAJOR << 16) | CSP_ABI_MINOR)
 
 #define CSP_EXPORT __attribute__((visibility("default")))
@@ -158,6 +159,8 @@ typedef struct csp_host_api {
     /* 2.5: compression, and limits a handler keys itself. */
     int (*reply_compress)(csp_reply *reply, int mode);
     unsigned (*limit)(const csp_request *req, const char *key, size_t key_size, double rate_per_s, unsigned burst);
+    /* 2.6: the sandbox. One of `req` and `ctx` is given, the other NULL. */
+    csp_str (*data_dir)(const csp_request *req, const csp_init_context *ctx);
 } csp_host_api;
 
 /* Read-only view of one request. Grows only at the end. */
@@ -452,6 +455,20 @@ static inline csp_str csp_config(const csp_init_context *ctx, const char *key) {
 /* Entry number `index` of the configuration, in the file's order. 0, or -1 past the last. */
 static inline int csp_config_at(const csp_init_context *ctx, size_t index, csp_str *key, csp_str *value) {
     return ctx->api->config_at(ctx, index, key, value);
+}
+
+/* 2.6: the handler's own folder, "DATA-DIR/NAME" beneath the host's --data-dir: made by the host
+ * (mode 0700) the first time it is asked, kept across versions and restarts, and one of the few
+ * places the sandbox lets a handler write (see sdk/README.md, "The sandbox"). A NUL-terminated
+ * absolute path; `.data == NULL` when the host runs without --data-dir or cannot make it (logged).
+ * Valid as long as the host runs: keep the pointer. */
+static inline csp_str csp_data_dir(const csp_init_context *ctx) {
+    return ctx->api->data_dir(NULL, ctx);
+}
+
+/* As csp_data_dir, from a call (for a handler without init). */
+static inline csp_str csp_request_data_dir(const csp_request *req) {
+    return req->api->data_dir(req, NULL);
 }
 
 /* As csp_log, from init: tagged with the handler's name and the file being loaded. */

@@ -94,6 +94,11 @@ public:
     unsigned limit(std::string_view key, double rate_per_s, unsigned burst) const {
         return r_->api->limit(r_, key.data(), key.size(), rate_per_s, burst);
     }
+    /// 2.6: the handler's own folder beneath --data-dir (csp_request_data_dir); empty without one.
+    std::string_view data_dir() const {
+        const csp_str dir = r_->api->data_dir(r_, nullptr);
+        return dir.data ? std::string_view(dir.data, dir.size) : std::string_view();
+    }
 
     // 2.2
     /// The query's, else an urlencoded body's, first `name`, decoded (csp_form_arg).
@@ -219,6 +224,11 @@ public:
     }
     /// Every configuration entry, in the file's order.
     basic_field_range<csp_init_context> config_entries() const { return {c_, c_->api->config_at}; }
+    /// 2.6: the handler's own folder beneath --data-dir (csp_data_dir); empty without one.
+    std::string_view data_dir() const {
+        const csp_str dir = c_->api->data_dir(nullptr, c_);
+        return dir.data ? std::string_view(dir.data, dir.size) : std::string_view();
+    }
     int log(int level, std::string_view line) const { return c_->api->init_log(c_, level, line.data(), line.size()); }
     const csp_init_context* raw() const { return c_; }
 

@@ -52,6 +52,7 @@ TEST(AccessLog, LinesFromEveryLoopLandWholeInOneFile) {
     constexpr int kLoops = 4, kLines = 5000;
     {
         AccessLog log(path, AccessLogFormat::combined);
+        log.start();
         std::vector<std::thread> loops;
         for (int t = 0; t < kLoops; ++t)
             loops.emplace_back([&log, t] {
@@ -79,6 +80,7 @@ TEST(AccessLog, APipeNobodyReadsMakesLoopsDropAndCountInsteadOfWaiting) {
     const auto began = std::chrono::steady_clock::now();
     {
         AccessLog log(fifo, AccessLogFormat::combined);
+        log.start();
         AccessLines lines(log, 0);
         lines.count_dropped_in(dropped);
         const std::string target(200, 'y');
@@ -96,6 +98,7 @@ TEST(AccessLog, AfterAReopenNoLineGoesToTheOldFile) {
     test::TempDir dir;
     const auto path = dir / "access.log";
     auto log = std::make_unique<AccessLog>(path, AccessLogFormat::combined);
+    log->start();
     {
         AccessLines lines(*log, 0);
         add_line(lines, "/before");

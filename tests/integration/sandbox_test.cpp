@@ -1,0 +1,205 @@
+// The escape suite: a hostile handler (tests/handlers/escape.c) tries every way out of its worker
+// it can, with the workers run as root (--user root) so that the account's own permissions stop
+// nothing and only the sandbox does. Each attempt must end in EPERM or EACCES; meanwhile another
+// handler answers every request, no worker dies, and each denial is counted and blamed on the
+// handler by name. Then: the vetting process has the same sandbox; --sandbox-log-only reports
+// and lets calls run; --no-sandbox is said loudly.
+#include "command.hpp"
+#include "http_client.hpp"
+#include "test_server.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+namespace cspd::test {
+namespace {
+using namespace std::chrono_literals;
+
+class Sandbox : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (::geteuid() != 0) GTEST_SKIP() << "needs root: it shows the sandbox refusing what root may do";
+    }
+    /// "NAME: OUTCOME" for one attempt, on `client`'s connection (one worker for all of them).
+    static std::string attempt(HttpClient& client, const std::string& query) {
+        const auto answer = client.get("/csp/escape?" + query);
+        if (!answer) return "(no answer)";
+        std::string body = answer->body;
+        while (!body.empty() && body.back() == '\n') body.pop_back();
+        return body;
+    }
+};
+
+TEST_F(Sandbox, AHostileHandlerInAWorkerIsRefusedEveryWayOutWhileOthersServeOn) {
+    TempDir outside;
+    const auto certs = outside / "certs";
+    const auto logs = outside / "logs";
+    const auto data = outside / "data";
+    std::filesystem::create_directories(certs);
+    std::filesystem::create_directories(logs);
+    std::ofstream(certs / "site.key") << "-----BEGIN PRIVATE KEY-----\n";
+    ::chmod((certs / "site.key").c_str(), 0644);  // readable by anyone: only the sandbox keeps it out
+    std::ofstream(outside / "secret.txt") << "not the handler's";
+
+    TestServer server({"--user", "root", "--workers", "2", "--tls-port", "0", "--tls-self-signed", "--certs",
+                       certs.string(), "--log-file",
+                       (logs / "cspd.log").string(), "--data-dir", data.string()},
+                      false);
+    for (const char* name : {"escape.so", "echo.so"})
+        std::filesystem::copy_file(test_handler(name), server.handlers() / name);
+    server.start();
+    const std::vector<pid_t> workers = server.worker_pids();
+    ASSERT_EQ(workers.size(), 2u);
+
+    // Another handler, asked all along: it must never fail.
+    std::atomic<bool> done{false};
+    std::atomic<int> served{0}, failed{0};
+    std::thread neighbour([&] {
+        HttpClient client(server.port());
+        while (!done) {
+            const auto answer = client.get("/csp/echo?q=1");
+            (answer && answer->status == 200 ? served : failed)++;
+        }
+    });
+
+    HttpClient client(server.port());
+    const pid_t mine = std::stoi(attempt(client, "try=pid"));
+    const pid_t sibling = mine == workers[0] ? workers[1] : workers[0];
+    ASSERT_TRUE(mine == workers[0] || mine == workers[1]) << mine;
+    const std::string sib = "&pid=" + std::to_string(sibling);
+    const std::string master = "&pid=" + std::to_string(server.pid());
+    const auto path = [](const std::filesystem::path& p) { return "&path=" + p.string(); };
+
+    // Each attempt and the refusal it must meet.
+    const std::vector<std::pair<std::string, std::string>> attempts = {
+        {"try=execve", "execve: EPERM"},
+        {"try=system", "system: the shell never ran"},
+        {"try=posix_spawn", "posix_spawn: EPERM"},
+        {"try=fork_exec", "fork_exec: EPERM"},
+        {"try=read" + path("/etc/shadow"), "read: EACCES"},
+        {"try=read" + path(certs / "site.key"), "read: EACCES"},
+        {"try=read" + path(logs / "cspd.log"), "read: EACCES"},  // the master's log: appended to, never read
+        {"try=read" + path(outside / "secret.txt"), "read: EACCES"},
+        {"try=read" + path("/proc/1/cmdline"), "read: EACCES"},  // another process's /proc
+        {"try=write" + path("/etc/cspd-escaped"), "write: EACCES"},
+        {"try=write" + path(server.handlers() / "planted.so"), "write: EACCES"},
+        {"try=write" + path(server.www() / "index.html"), "write: EACCES"},
+        {"try=write" + path("/tmp/cspd-escaped"), "write: EACCES"},
+        {"try=mkdir" + path("/var/tmp/cspd-escaped"), "mkdir: EACCES"},
+        {"try=unlink" + path(outside / "secret.txt"), "unlink: EACCES"},
+        {"try=symlink_read" + path("/etc/shadow"), "symlink_read: EACCES"},
+        {"try=ptrace" + sib, "ptrace: EPERM"},
+        {"try=process_vm_readv" + sib, "process_vm_readv: EPERM"},
+        {"try=proc_mem" + sib, "proc_mem: EACCES"},
+        {"try=proc_environ" + sib, "proc_environ: EACCES"},
+        {"try=kill" + sib, "kill: EPERM"},
+        {"try=kill" + master, "kill: EPERM"},
+        {"try=mount", "mount: EPERM"},
+        {"try=unshare_user", "unshare_user: EPERM"},
+        {"try=unshare_net", "unshare_net: EPERM"},
+        {"try=setns", "setns: EPERM"},
+        {"try=chroot", "chroot: EPERM"},
+        {"try=clone_newpid", "clone_newpid: EPERM"},
+        {"try=bpf", "bpf: EPERM"},
+        {"try=raw_socket", "raw_socket: EPERM"},
+        {"try=packet_socket", "packet_socket: EPERM"},
+        {"try=keyctl", "keyctl: EPERM"},
+        {"try=perf_event_open", "perf_event_open: EPERM"},
+        {"try=userfaultfd", "userfaultfd: EPERM"},
+        {"try=personality", "personality: EPERM"},
+        {"try=init_module", "init_module: EPERM"},
+        {"try=kexec_load", "kexec_load: EPERM"},
+        {"try=io_uring_setup", "io_uring_setup: EPERM"},
+        {"try=silence_sigsys", "silence_sigsys: EPERM"},
+#if defined(__x86_64__)
+        {"try=int80", "int80: EPERM"},
+#endif
+    };
+    for (const auto& [query, refused] : attempts) EXPECT_EQ(attempt(client, query), refused) << query;
+    // Reported, not refused in a worker: code the handler writes and runs (JITs do). A jail is for that.
+    EXPECT_EQ(attempt(client, "try=rwx_mmap"), "rwx_mmap: allowed");
+    // What it may do: its own data folder (csp_request_data_dir), made for it, mode 0700.
+    EXPECT_EQ(attempt(client, "try=data_dir"), (data / "escape").string() + " data_dir: allowed");
+    EXPECT_EQ(read_file(data / "escape" / "note"), "kept");
+    struct stat folder {};
+    ASSERT_EQ(::stat((data / "escape").c_str(), &folder), 0);
+    EXPECT_EQ(folder.st_mode & 0777, 0700u);
+
+    done = true;
+    neighbour.join();
+    EXPECT_GT(served.load(), 0);
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(server.worker_pids(), workers);  // nobody died, nobody was replaced
+    EXPECT_FALSE(std::filesystem::exists("/etc/cspd-escaped"));
+    EXPECT_TRUE(std::filesystem::exists(outside / "secret.txt"));
+
+    // Counted by handler and call, and blamed by name in the log.
+    EXPECT_GE(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"execve\"}"), 2);
+    EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"bpf\"}"), 1);
+    EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"echo\",call=\"bpf\"}"), -1);
+    EXPECT_TRUE(server.wait_for_log("called execve (59) in a call: denied (EPERM)")) << server.log();
+    EXPECT_NE(server.log().find("cspd: sandbox: handler escape #"), std::string::npos);
+    // The new family reads as Prometheus reads it.
+    const auto metrics = fetch(server.port(), "/metrics");
+    ASSERT_TRUE(metrics);
+    std::ofstream(outside / "metrics.txt") << metrics->body;
+    EXPECT_EQ(run_command("promtool check metrics < " + (outside / "metrics.txt").string() + " > /dev/null 2>&1 && echo ok"),
+              "ok\n");
+    const auto status = fetch(server.port(), "/-/status");
+    ASSERT_TRUE(status);
+    const auto report = nlohmann::json::parse(status->body);
+    EXPECT_EQ(report["sandbox"]["enabled"], true);
+    EXPECT_EQ(report["sandbox"]["exec"], false);
+    EXPECT_GT(report["sandbox"]["landlock"].get<int>(), 0);
+    bool listed = false;
+    for (const auto& denial : report["sandbox"]["denied"])
+        listed = listed || (denial["handler"] == "escape" && denial["call"] == "mount" && denial["count"] == 1);
+    EXPECT_TRUE(listed) << report["sandbox"].dump();
+}
+
+TEST_F(Sandbox, VettingProcessesHaveTheWorkersSandbox) {
+    TestServer server({"--user", "root", "--workers", "1"}, false);
+    std::filesystem::copy_file(test_handler("escape.so"), server.handlers() / "escape.so");
+    std::ofstream(server.handlers() / "escape.conf") << "vetting = execve\n";
+    server.start();
+    EXPECT_TRUE(server.wait_for_log("escape init while vetted: execve EPERM")) << server.log();
+    EXPECT_TRUE(server.wait_for_log("sandbox: handler escape #1 called execve (59) in init: denied (EPERM)"))
+        << server.log();
+    const auto pid = fetch(server.port(), "/csp/escape?try=pid");
+    ASSERT_TRUE(pid);
+    EXPECT_EQ(pid->status, 200);  // vetted, and served
+}
+
+TEST_F(Sandbox, LogOnlyReportsAndCountsWhatItWouldDenyAndLetsItRun) {
+    TestServer server({"--user", "root", "--workers", "1", "--sandbox-log-only"}, false);
+    std::filesystem::copy_file(test_handler("escape.so"), server.handlers() / "escape.so");
+    server.start();
+    EXPECT_TRUE(server.wait_for_log("--sandbox-log-only: denied calls are logged and counted, then run"));
+    HttpClient client(server.port());
+    EXPECT_EQ(attempt(client, "try=personality"), "personality: allowed");
+    EXPECT_EQ(attempt(client, "try=read&path=/etc/shadow"), "read: allowed");  // no file rules then
+    EXPECT_TRUE(server.wait_for_log("called personality (135) in a call: allowed (--sandbox-log-only)"))
+        << server.log();
+    EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"personality\"}"), 1);
+}
+
+TEST_F(Sandbox, OffIsSaidAtStartAndLetsAllThrough) {
+    TestServer server({"--user", "root", "--workers", "1", "--no-sandbox"}, false);
+    std::filesystem::copy_file(test_handler("escape.so"), server.handlers() / "escape.so");
+    server.start();
+    EXPECT_TRUE(server.wait_for_log("sandbox: off (--no-sandbox)"));
+    HttpClient client(server.port());
+    EXPECT_EQ(attempt(client, "try=personality"), "personality: allowed");
+    EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"personality\"}"), -1);
+}
+
+}  // namespace
+}  // namespace cspd::test
