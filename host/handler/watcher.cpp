@@ -188,6 +188,7 @@ struct HandlerWatcher::Impl {
             leave_gate(name);  // superseded, even by the file of the version live now
         }
         if (auto it = seen.find(name); it != seen.end() && it->second.same_file_as(on_disk)) return;
+        if (refused_here(name, file, on_disk)) return;
 
         PreparedVersion prepared;
         LoadResult result = loader.prepare(name, file, folder, prepared);
@@ -205,6 +206,20 @@ struct HandlerWatcher::Impl {
             return;
         }
         admit(name, file, on_disk, std::move(prepared));
+    }
+
+    /// True (and the file refused, with the reason) if this process cannot take it as declared.
+    bool refused_here(const std::string& name, const std::filesystem::path& file, const HandlerFileIdentity& on_disk) {
+        if (!options.refuses) return false;
+        std::string why = options.refuses(name, file);
+        if (why.empty()) return false;
+        leave_gate(name);
+        seen[name] = on_disk;
+        LoadResult refused;
+        refused.error = LoadError::gated;
+        refused.reason = std::move(why);
+        install_or_refuse(name, file, std::move(refused));
+        return true;
     }
 
     /// Shows a prepared version to the gate, if any, and loads it if it passes. Meanwhile other

@@ -31,6 +31,9 @@ struct WatcherOptions {
     bool dev_diagnostics = false;
     /// Asked about each new version before it is loaded (vetting); null: none.
     LoadGate* gate = nullptr;
+    /// Asked about each new file before it is read: why this process cannot take it (its sandbox
+    /// does not reach what the handler declared), or empty. The file is refused with that reason.
+    std::function<std::string(const std::string& name, const std::filesystem::path& file)> refuses;
     /// What becomes of replaced, quarantined and refused versions (kept copies, rollback).
     InstallerOptions install;
 };

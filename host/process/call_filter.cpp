@@ -90,7 +90,7 @@ const char* call_name(long nr) noexcept {
 /// What the log line adds to a call's name: why that call was trapped.
 const char* call_hint(long nr) noexcept {
     if (nr == SYS_clone) return " (a new namespace)";
-    if (nr == SYS_socket) return " (raw or packet)";
+    if (nr == SYS_socket) return " (raw or packet, or any IP socket where no handler needs the network)";
     if (nr == SYS_process_vm_readv || nr == SYS_process_vm_writev) return " (another process)";
     if (std::strcmp(call_name(nr), "other_arch") == 0) return " (a call of another architecture)";
     return "";
@@ -291,6 +291,10 @@ std::vector<sock_filter> build_filter(const CallFilterOptions& options) {
     p.place(socket_block);
     p.load(offsetof(seccomp_data, args[0]));
     p.jump_if(AF_PACKET, trap);
+    if (options.no_network) {
+        p.jump_if(AF_INET, trap);
+        p.jump_if(AF_INET6, trap);
+    }
     // Raw IP sockets, but not the raw netlink socket getaddrinfo opens.
     p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0));
     p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 4));

@@ -27,6 +27,7 @@ bool seccomp_available() noexcept;
 struct CallFilterOptions {
     bool log_only = false;    ///< --sandbox-log-only: report, never deny
     bool allow_exec = false;  ///< execve, execveat and vfork stay (--allow-exec, --compile)
+    bool no_network = false;  ///< no new IPv4 or IPv6 socket (every handler declared it needs none)
 };
 
 /// Where denials are counted from now on (the shared segment's table); null: only logged.

@@ -58,13 +58,6 @@ std::uint64_t write_rights(std::uint64_t handled) {
     return handled & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_EXECUTE);
 }
 
-bool beneath(const std::filesystem::path& path, const std::filesystem::path& folder) {
-    auto p = path.begin();
-    for (auto f = folder.begin(); f != folder.end(); ++f, ++p)
-        if (p == path.end() || *p != *f) return false;
-    return true;
-}
-
 bool world_readable(const struct stat& st) {
     if (S_ISDIR(st.st_mode)) return (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH);
     return (st.st_mode & S_IROTH) != 0;
@@ -84,7 +77,7 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
         if (ec) return false;
         const std::filesystem::path entry = it->path();
         bool secret = false;
-        for (const auto& n : never) secret = secret || beneath(entry, n);
+        for (const auto& n : never) secret = secret || is_beneath(entry, n);
         struct stat st {};
         if (secret || ::lstat(entry.c_str(), &st) != 0) {
             whole = false;
@@ -96,8 +89,8 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
             struct stat target_st {};
             if (ec || ::stat(target.c_str(), &target_st) != 0 || !world_readable(target_st)) continue;
             bool target_secret = false;
-            for (const auto& n : never) target_secret = target_secret || beneath(target, n);
-            if (!target_secret && !beneath(target, folder)) elsewhere.push_back(target);
+            for (const auto& n : never) target_secret = target_secret || is_beneath(target, n);
+            if (!target_secret && !is_beneath(target, folder)) elsewhere.push_back(target);
             continue;
         }
         if (!world_readable(st)) {
@@ -136,6 +129,13 @@ bool add_rule(int ruleset, const std::filesystem::path& path, std::uint64_t acce
 }
 
 }  // namespace
+
+bool is_beneath(const std::filesystem::path& path, const std::filesystem::path& folder) {
+    auto p = path.begin();
+    for (auto f = folder.begin(); f != folder.end(); ++f, ++p)
+        if (p == path.end() || *p != *f) return false;
+    return true;
+}
 
 int landlock_abi() noexcept {
     const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);

@@ -33,6 +33,9 @@ struct FileRules {
     bool scope_signals = true;
 };
 
+/// `path` is `folder` or lies beneath it (both absolute and normalised; no link is followed).
+bool is_beneath(const std::filesystem::path& path, const std::filesystem::path& folder);
+
 /// Adds rules for the world-readable parts of `folder` (`/etc`): a file or folder the account
 /// could read only by being its owner or in its group (shadow, private keys) gets no rule, nor
 /// does anything beneath one of `never`.

@@ -81,7 +81,7 @@ void feed_loops(HandlerRegistry& registry, const std::vector<std::unique_ptr<Eve
 HandlerSupply::HandlerSupply(boost::asio::io_context& control, const Config& config,
                              const std::optional<WorkerRole>& role, SharedStats& stats, unsigned first_slot,
                              const std::vector<std::unique_ptr<EventLoop>>& loops,
-                             const std::filesystem::path& private_folder)
+                             const std::filesystem::path& private_folder, Refuses refuses)
     : parts_(std::make_unique<Parts>(control, config, role, stats, private_folder)) {
     Parts& p = *parts_;
     p.loader.set_worker(role ? role->index : 0, std::max(1u, config.workers));
@@ -89,6 +89,7 @@ HandlerSupply::HandlerSupply(boost::asio::io_context& control, const Config& con
     feed_loops(p.registry, loops);
     WatcherOptions watch;
     watch.gate = &p.vetting;
+    watch.refuses = std::move(refuses);
     if (p.kept.enabled()) watch.install.kept = &p.kept;
     if (role && config.rollback)
         watch.install.quarantined = [&stats](const std::string& name, const HandlerFileIdentity& file) {

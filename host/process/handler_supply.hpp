@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace boost::asio {
@@ -23,11 +24,14 @@ struct SharedStats;
 
 class HandlerSupply {
 public:
+    /// Why this process cannot take a handler file before it is read (its sandbox), or empty.
+    using Refuses = std::function<std::string(const std::string& name, const std::filesystem::path& file)>;
+
     /// `stats` and `loops` outlive this; the private copies of handler files go into
     /// `private_folder` (this process's, which outlives this). Throws if the folder cannot be watched.
     HandlerSupply(boost::asio::io_context& control, const Config& config, const std::optional<WorkerRole>& role,
                   SharedStats& stats, unsigned first_slot, const std::vector<std::unique_ptr<EventLoop>>& loops,
-                  const std::filesystem::path& private_folder);
+                  const std::filesystem::path& private_folder, Refuses refuses = {});
     ~HandlerSupply();
     HandlerSupply(const HandlerSupply&) = delete;
     HandlerSupply& operator=(const HandlerSupply&) = delete;

@@ -336,6 +336,9 @@ private:
             }
             if (signal == SIGHUP) spdlog::info("SIGHUP: workers re-read the handlers folder");
             signal_workers(signal);
+            // A successor starting now has read the folder, or its logs, already: it hears it too.
+            for (const auto& w : workers_)
+                if (w.successor) ::kill(w.successor, signal);
             wait_for_requests();
         });
     }

@@ -8,6 +8,9 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include <system_error>
 
 namespace cspd {
@@ -53,8 +56,17 @@ void announce_sandbox(const SandboxConfig& config) {
                      config.allow_exec ? "; handlers may start programs (--allow-exec or --compile)" : "");
 }
 
-FileRules serving_file_rules(const Config& config, const std::filesystem::path& private_folder) {
-    FileRules rules;
+std::string SandboxPolicy::refuses(const std::filesystem::path& folder, const std::string& name,
+                                   const std::filesystem::path& file, bool& grantable) const {
+    const SandboxNeeds needs = needs_of(folder, name, file, never);
+    grantable = needs.error.empty();
+    if (!grantable) return "its sandbox declaration cannot be taken: " + needs.error;
+    return beyond(needs, rules, exec, network);
+}
+
+SandboxPolicy serving_policy(const Config& config, const std::filesystem::path& private_folder) {
+    SandboxPolicy policy;
+    FileRules& rules = policy.rules;
     for (const char* folder : kSystemFolders) rules.run.emplace_back(folder);
     // This program: a serving process starts its vetting fork server (and, alone, its key process) from it.
     std::error_code ec;
@@ -65,7 +77,7 @@ FileRules serving_file_rules(const Config& config, const std::filesystem::path& 
         rules.read.push_back(config.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config.sdk_include);
     rules.read.push_back(std::filesystem::path("/proc") / std::to_string(::getpid()));
     for (const char* fact : kSystemFacts) rules.read.emplace_back(fact);
-    std::vector<std::filesystem::path> never;
+    std::vector<std::filesystem::path>& never = policy.never;
     if (!config.certs_dir.empty()) never.push_back(std::filesystem::absolute(config.certs_dir).lexically_normal());
     add_world_readable(rules, "/etc", never);
 
@@ -80,14 +92,26 @@ FileRules serving_file_rules(const Config& config, const std::filesystem::path& 
     }
     if (!config.log_file.empty()) rules.append.push_back(folder_of(config.log_file));
     if (!config.access_log.empty() && config.access_log != "-") rules.append.push_back(folder_of(config.access_log));
-    return rules;
+    if (config.compile_sources)  // a compiler named by CC or CXX may live anywhere
+        for (const char* variable : {"CC", "CXX"})
+            if (const char* compiler = std::getenv(variable); compiler && std::strchr(compiler, '/'))
+                rules.run.push_back(std::filesystem::absolute(compiler).parent_path());
+
+    policy.declared = needs_of_folder(config.handlers_dir, config.compile_sources, never);
+    grant(rules, policy.declared);
+    policy.exec = config.sandbox.allow_exec || policy.declared.exec;
+    policy.network = policy.declared.network;
+    if (const std::string extra = policy.declared.describe(); !extra.empty())
+        spdlog::info("sandbox: the handlers declared {}", extra);
+    return policy;
 }
 
-void enter_file_rules(const Config& config, const FileRules& rules, SandboxFacts& facts) {
+void enter_file_rules(const Config& config, const SandboxPolicy& policy, SandboxFacts& facts) {
+    const FileRules& rules = policy.rules;
     if (!config.sandbox.enabled) return;
     facts.entered.store(1, std::memory_order_relaxed);
     facts.log_only.store(config.sandbox.log_only, std::memory_order_relaxed);
-    facts.exec.store(config.sandbox.allow_exec, std::memory_order_relaxed);
+    facts.exec.store(policy.exec, std::memory_order_relaxed);
     const int abi = landlock_abi();
     if (config.sandbox.log_only || abi == 0) return;
     std::string why;
@@ -98,23 +122,25 @@ void enter_file_rules(const Config& config, const FileRules& rules, SandboxFacts
     facts.landlock.store(static_cast<std::uint32_t>(abi), std::memory_order_relaxed);
 }
 
-std::string vetting_call_filter(const SandboxConfig& config) {
+std::string vetting_call_filter(const SandboxConfig& config, const SandboxPolicy& policy) {
     if (!config.enabled || !seccomp_available()) return {};
-    return config.log_only ? "log" : config.allow_exec ? "exec" : "deny";
+    return std::string(config.log_only ? "log" : policy.exec ? "exec" : "deny") + (policy.network ? "" : ",nonet");
 }
 
 bool install_vetting_call_filter(std::string_view mode, std::string& why) {
     CallFilterOptions options;
-    options.log_only = mode == "log";
-    options.allow_exec = mode == "exec";
+    options.log_only = mode.starts_with("log");
+    options.allow_exec = mode.starts_with("exec");
+    options.no_network = mode.ends_with(",nonet");
     return install_call_filter(options, why);
 }
 
-void enter_call_filter(const Config& config, SandboxDenials* table, SandboxFacts& facts) {
+void enter_call_filter(const Config& config, const SandboxPolicy& policy, SandboxDenials* table, SandboxFacts& facts) {
     if (!config.sandbox.enabled || !seccomp_available()) return;
     count_denials_in(table);
     std::string why;
-    if (!install_call_filter({.log_only = config.sandbox.log_only, .allow_exec = config.sandbox.allow_exec}, why)) {
+    if (!install_call_filter(
+            {.log_only = config.sandbox.log_only, .allow_exec = policy.exec, .no_network = !policy.network}, why)) {
         spdlog::error("sandbox: no call filter in this process: {}", why);
         return;
     }

@@ -14,6 +14,7 @@
 
 #include "process/config.hpp"
 #include "process/file_rules.hpp"
+#include "process/sandbox_needs.hpp"
 
 #include <filesystem>
 #include <string>
@@ -27,19 +28,34 @@ struct SandboxFacts;
 /// Says once, at start, what the sandbox does on this kernel: loudly what it cannot.
 void announce_sandbox(const SandboxConfig& config);
 
-/// What a serving process of `config` may touch, `private_folder` being its own.
-FileRules serving_file_rules(const Config& config, const std::filesystem::path& private_folder);
+/// What one serving process may do: every handler's share, and the union of what its handlers
+/// declared when it started (process/sandbox_needs).
+struct SandboxPolicy {
+    FileRules rules;
+    bool exec = false;     ///< programs may be started (--allow-exec, --compile, or a declaration)
+    bool network = true;   ///< false when every handler declared it needs none
+    SandboxNeeds declared; ///< the handlers' own declarations, granted above
+    std::vector<std::filesystem::path> never;  ///< what no declaration reaches (--certs)
+
+    /// Why this process cannot take handler `name` (file `file`) as it is declared: empty if it
+    /// can; `grantable` tells whether a process started now could (else it is refused for good).
+    std::string refuses(const std::filesystem::path& folder, const std::string& name, const std::filesystem::path& file,
+                        bool& grantable) const;
+};
+
+/// The policy of a serving process of `config`, `private_folder` being its own.
+SandboxPolicy serving_policy(const Config& config, const std::filesystem::path& private_folder);
 
 /// Enters the file rules (a no-op when the sandbox is off or log-only); logs what failed. What
 /// it entered is written to `facts`.
-void enter_file_rules(const Config& config, const FileRules& rules, SandboxFacts& facts);
+void enter_file_rules(const Config& config, const SandboxPolicy& policy, SandboxFacts& facts);
 
-/// The call filter's mode for a vetting fork server ("deny", "exec" or "log"); empty: none.
-std::string vetting_call_filter(const SandboxConfig& config);
+/// The call filter's mode for a vetting fork server ("deny", "exec" or "log", and ",nonet"); empty: none.
+std::string vetting_call_filter(const SandboxConfig& config, const SandboxPolicy& policy);
 /// Installs the call filter a vetting fork server was told (`mode` from vetting_call_filter()).
 bool install_vetting_call_filter(std::string_view mode, std::string& why);
 
 /// Installs the call filter on every thread of this process; denials are counted in `table`.
-void enter_call_filter(const Config& config, SandboxDenials* table, SandboxFacts& facts);
+void enter_call_filter(const Config& config, const SandboxPolicy& policy, SandboxDenials* table, SandboxFacts& facts);
 
 }  // namespace cspd

@@ -123,7 +123,10 @@ public:
         www_.watch();  // small files are kept in memory while nothing under www changes
         if (access_log_) access_log_->start();
         relay_topics();
-        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_, private_folder_->path());
+        supply_.emplace(control_, config_, role_, stats_, first_slot_, loops_, private_folder_->path(),
+                        [this](const std::string& name, const std::filesystem::path& file) {
+                            return sandbox_refuses(name, file);
+                        });
         enter_call_filter_last();
     }
 
@@ -245,7 +248,8 @@ private:
         if (const std::size_t threads = threads_running(); threads > 1)
             spdlog::warn("sandbox: {} threads run already; the file rules bind only this one and those it starts",
                          threads);
-        enter_file_rules(config_, serving_file_rules(config_, private_folder_->path()), stats_.sandbox);
+        sandbox_.emplace(serving_policy(config_, private_folder_->path()));
+        enter_file_rules(config_, *sandbox_, stats_.sandbox);
     }
 
     /// The vetting fork server starts inside the file rules (which let this process signal it)
@@ -253,10 +257,23 @@ private:
     void enter_call_filter_last() {
         if (!config_.sandbox.enabled) return;
         std::string error;
-        if (!supply_->start_vetting(vetting_call_filter(config_.sandbox), error))
+        if (!supply_->start_vetting(vetting_call_filter(config_.sandbox, *sandbox_), error))
             spdlog::error("sandbox: {} (new versions are vetted by a process started afresh, if the sandbox lets it)",
                           error);
-        enter_call_filter(config_, &stats_.sandbox_denials, stats_.sandbox);
+        enter_call_filter(config_, *sandbox_, &stats_.sandbox_denials, stats_.sandbox);
+    }
+
+    /// Why this process cannot take handler `name` under its sandbox (it declared more than the
+    /// handlers did when this process started); empty if it can. A worker asks the master for
+    /// successors, which start with the wider sandbox and load it.
+    std::string sandbox_refuses(const std::string& name, const std::filesystem::path& file) {
+        if (!sandbox_ || config_.sandbox.log_only) return {};
+        bool grantable = false;
+        const std::string missing = sandbox_->refuses(config_.handlers_dir, name, file, grantable);
+        if (missing.empty() || !grantable) return missing;
+        if (!role_) return "it asks for " + missing + ", beyond this process's sandbox: restart cspd to widen it";
+        stats_.slots[first_slot_].wants_wider_sandbox.store(1, std::memory_order_release);
+        return "it asks for " + missing + ", beyond this worker's sandbox: workers with a wider one are starting";
     }
 
     static std::size_t threads_running() {
@@ -446,6 +463,7 @@ private:
     unsigned short tls_port_ = 0;
     asio::io_context control_;  // this thread's: signals, timers, the watcher, vetting
     asio::signal_set signals_, requests_;
+    std::optional<SandboxPolicy> sandbox_;         // what this process entered (none: --no-sandbox)
     std::optional<PrivateFolder> private_folder_;  // copies of handler files, temporary files; before supply_
     std::optional<HandlerSupply> supply_;
     std::optional<KeyKeeper> keys_;

@@ -26,6 +26,7 @@ void WorkerSuccession::tick(bool stopping) {
     if (!stopping) {
         check_memory();
         check_loading();
+        check_sandbox();
     }
     check_retiring();
 }
@@ -86,6 +87,23 @@ void WorkerSuccession::check_memory() {
                       i, worker.pid, rss, config_.worker_max_rss_mib,
                       handlers_that_ran(banks_.slots(i, worker.bank), banks_.threads()));
         worker.next_memory_check = now + 10s;  // a replacement that fails is not retried at once
+        replace(i, SIGTERM);
+    }
+}
+
+/// A handler declared more than a worker's sandbox allows (process/sandbox_needs): a successor
+/// starts with the wider sandbox, and the worker drains. Once a second per worker at most.
+void WorkerSuccession::check_sandbox() {
+    const auto now = Clock::now();
+    for (unsigned i = 0; i < workers_.size(); ++i) {
+        WorkerRecord& worker = workers_[i];
+        if (!worker.pid || worker.successor || now < worker.next_sandbox_widening) continue;
+        LoopSlot& first = banks_.slots(i, worker.bank)[0];
+        if (first.wants_wider_sandbox.exchange(0, std::memory_order_acq_rel) == 0) continue;
+        worker.next_sandbox_widening = now + 1s;
+        spdlog::info("worker {} (pid {}): a handler declared more than its sandbox allows; a successor starts with "
+                     "a wider one",
+                     i, worker.pid);
         replace(i, SIGTERM);
     }
 }

@@ -57,7 +57,7 @@ TEST(HandlerTrust, ALinkIntoAFolderOthersMayWriteInIsRefused) {
     // and SIGHUP, since nothing in the handlers folder itself changed.
     install_by_rename(test_handler("v1/versioned.so"), elsewhere / "versioned.so");
     ::kill(server.pid(), SIGHUP);
-    EXPECT_TRUE(serves_version_1(server));
+    EXPECT_TRUE(serves_version_1(server)) << server.log();
 }
 
 }  // namespace

@@ -52,11 +52,12 @@ bool all_began(const TempDir& gate, int n) {
 }
 
 TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
-    // One event loop: a blocking call run on it would stop every other request.
-    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "8"});
+    // One event loop: a blocking call run on it would stop every other request. (The handler's
+    // marks go beneath --data-dir: its sandbox lets it write there.)
+    TempDir gate;
+    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "8", "--data-dir", gate.path().string()});
     add_handler(server, "hello.so");
     ASSERT_TRUE(add_slow(server));
-    TempDir gate;
     const std::string barrier = (gate / "open").string();
     std::vector<std::unique_ptr<HttpClient>> held;
     for (int i = 0; i < 8; ++i) {
@@ -84,10 +85,10 @@ TEST(BlockingHandlers, RunOffTheLoopSoOtherEndpointsKeepAnswering) {
 }
 
 TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
-    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "4"});
+    TempDir gate;  // the handler's marks go beneath --data-dir: its sandbox lets it write there
+    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "4", "--data-dir", gate.path().string()});
     add_handler(server, "hello.so");
     ASSERT_TRUE(add_slow(server));
-    TempDir gate;
     const std::string barrier = (gate / "open").string();
     std::vector<std::unique_ptr<HttpClient>> held;
     for (int i = 0; i < 4; ++i) {
@@ -111,9 +112,10 @@ TEST(BlockingHandlers, SeeTheirRequestWholeWhateverTheLoopDoesMeanwhile) {
 }
 
 TEST(BlockingHandlers, AFullPoolAnswers503WithRetryAfter) {
-    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "1", "--blocking-queue", "1"});
+    TempDir gate;  // the handler's marks go beneath --data-dir: its sandbox lets it write there
+    TestServer server({"--workers", "1", "--threads", "1", "--blocking-threads", "1", "--blocking-queue", "1",
+                       "--data-dir", gate.path().string()});
     ASSERT_TRUE(add_slow(server));
-    TempDir gate;
     const std::string barrier = (gate / "open").string();
     HttpClient running(server.port(), 30s), queued(server.port(), 30s);
     running.send(get_line("/csp/slow?barrier=" + barrier + "&mark=" + (gate / "in").string()));

@@ -15,8 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 namespace cspd::test {
@@ -199,6 +201,47 @@ TEST_F(Sandbox, OffIsSaidAtStartAndLetsAllThrough) {
     HttpClient client(server.port());
     EXPECT_EQ(attempt(client, "try=personality"), "personality: allowed");
     EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"personality\"}"), -1);
+}
+
+// NAME.conf declares more (a folder to write, programs to start): the workers that run refuse the
+// version, successors start with the wider sandbox and serve it, and nothing fails meanwhile.
+TEST_F(Sandbox, AHandlerThatDeclaresMoreIsServedByWorkersWithTheWiderSandbox) {
+    TempDir reports, certs;
+    TestServer server({"--user", "root", "--workers", "2", "--tls-port", "0", "--tls-self-signed", "--certs",
+                       certs.path().string()});
+    std::filesystem::copy_file(test_handler("echo.so"), server.handlers() / "echo.so");
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; }, 5s));
+    const std::vector<pid_t> before = server.worker_pids();
+
+    std::ofstream(server.handlers() / "escape.conf")
+        << "sandbox.write = " << reports.path().string() << "\nsandbox.exec = true\n";
+    install_by_rename(test_handler("escape.so"), server.handlers() / "escape.so");
+    EXPECT_TRUE(server.wait_for_log("beyond this worker's sandbox: workers with a wider one are starting", 5s))
+        << server.log();
+    EXPECT_TRUE(server.wait_for_log("a successor starts with a wider one", 5s)) << server.log();
+    // Served by successors only, once each has taken over (the workers that ran drain).
+    const auto served_by_successors = [&] {
+        std::set<pid_t> serving;  // both workers' successors (each of 16 connections lands on either)
+        for (int i = 0; i < 16; ++i) {
+            const auto answer = fetch(server.port(), "/csp/escape?try=pid");
+            if (!answer || answer->status != 200) return false;
+            if (std::count(before.begin(), before.end(), std::stoi(answer->body))) return false;
+            serving.insert(std::stoi(answer->body));
+        }
+        return serving.size() == 2;
+    };
+    ASSERT_TRUE(eventually(served_by_successors, 10s)) << server.log();
+    EXPECT_EQ(fetch(server.port(), "/csp/escape?try=write&path=" + (reports / "note").string())->body, "write: allowed\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/escape?try=posix_spawn")->body, "posix_spawn: allowed\n");
+    EXPECT_EQ(fetch(server.port(), "/csp/escape?try=read&path=/etc/shadow")->body, "read: EACCES\n");  // no more than declared
+    EXPECT_TRUE(server.wait_for_log("sandbox: the handlers declared write " + reports.path().string() + ", exec"));
+    EXPECT_EQ(fetch(server.port(), "/csp/echo")->status, 200);
+
+    // What no sandbox grants is refused for good, with the reason, and starts no successor.
+    std::ofstream(server.handlers() / "escape.conf") << "sandbox.read = " << certs.path().string() << "\n";
+    EXPECT_TRUE(server.wait_for_log("beneath --certs: no handler may read the keys", 5s)) << server.log();
+    std::ofstream(server.handlers() / "escape.conf") << "sandbox.read = relative/path\n";
+    EXPECT_TRUE(server.wait_for_log("sandbox.read: relative/path is not an absolute path", 5s)) << server.log();
 }
 
 }  // namespace
