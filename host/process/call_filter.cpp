@@ -90,7 +90,7 @@ const char* call_name(long nr) noexcept {
 /// What the log line adds to a call's name: why that call was trapped.
 const char* call_hint(long nr) noexcept {
     if (nr == SYS_clone) return " (a new namespace)";
-    if (nr == SYS_socket) return " (raw or packet, or any IP socket where no handler needs the network)";
+    if (nr == SYS_socket) return " (raw or packet; or IP, where no handler needs the network)";
     if (nr == SYS_process_vm_readv || nr == SYS_process_vm_writev) return " (another process)";
     if (std::strcmp(call_name(nr), "other_arch") == 0) return " (a call of another architecture)";
     return "";

@@ -249,6 +249,9 @@ private:
             spdlog::warn("sandbox: {} threads run already; the file rules bind only this one and those it starts",
                          threads);
         sandbox_.emplace(serving_policy(config_, private_folder_->path()));
+        for (unsigned t = 0; t < config_.threads; ++t)  // for /-/status, before the slots are ready
+            copy_text(stats_.slots[first_slot_ + t].sandbox_declared, sizeof stats_.slots[0].sandbox_declared,
+                      sandbox_->declared.describe());
         enter_file_rules(config_, *sandbox_, stats_.sandbox);
     }
 

@@ -15,6 +15,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -469,7 +470,7 @@ nlohmann::ordered_json handler_status(const std::string& name, const HandlerSumm
 }
 
 /// Every event loop's slot that a process writes (a replaced worker's, or one never used, is left out).
-nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls) {
+nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls, bool for_public) {
     auto workers = nlohmann::ordered_json::array();
     const unsigned slots = std::min(stats.slot_count.load(std::memory_order_relaxed), kMaxSlots);
     for (unsigned s = 0; s < slots; ++s) {
@@ -491,6 +492,10 @@ nlohmann::ordered_json workers_status(const SharedStats& stats, bool with_tls) {
             workers.back()["tls_handshakes"] = handshakes;
             workers.back()["tls_resumed"] = read(slot.tls_resumed);
         }
+        // What its handlers declared of the sandbox: paths, so the status address alone says them.
+        if (!for_public && pid && slot.sandbox_declared[0])
+            workers.back()["sandbox_declared"] =
+                std::string(slot.sandbox_declared, strnlen(slot.sandbox_declared, sizeof slot.sandbox_declared));
     }
     return workers;
 }
@@ -524,7 +529,7 @@ std::string render_status(const SharedStats& stats, bool for_public, const Share
     doc["sandbox"] = sandbox_status(stats);
     auto& handlers = doc["handlers"] = nlohmann::ordered_json::array();
     for (const auto& [name, h] : sum.handlers) handlers.push_back(handler_status(name, h, for_public));
-    doc["workers"] = workers_status(stats, tls != nullptr);
+    doc["workers"] = workers_status(stats, tls != nullptr, for_public);
     // Refusal reasons hold paths, which may be any bytes: replace what is not UTF-8 rather than throw.
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -103,6 +103,7 @@ struct LoopSlot {
     std::atomic<std::uint32_t> running_handler{0};    // index + 1 into handlers[]
     std::atomic<std::uint32_t> ready{0};              // 1 once the first handler scan is done
     std::atomic<std::uint32_t> wants_wider_sandbox{0};  // first loop's: a handler declared more (the master replaces it)
+    char sandbox_declared[160]{};  // by its process before ready: what its handlers declared of the sandbox
     std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread
     std::atomic<std::uint32_t> crashed_elsewhere{0};  // another thread of this process crashed (first slot only)

@@ -208,7 +208,7 @@ TEST_F(Sandbox, OffIsSaidAtStartAndLetsAllThrough) {
 TEST_F(Sandbox, AHandlerThatDeclaresMoreIsServedByWorkersWithTheWiderSandbox) {
     TempDir reports, certs;
     TestServer server({"--user", "root", "--workers", "2", "--tls-port", "0", "--tls-self-signed", "--certs",
-                       certs.path().string()});
+                       certs.path().string(), "--status-listen", "127.0.0.1:0"});
     std::filesystem::copy_file(test_handler("echo.so"), server.handlers() / "echo.so");
     ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; }, 5s));
     const std::vector<pid_t> before = server.worker_pids();
@@ -234,7 +234,14 @@ TEST_F(Sandbox, AHandlerThatDeclaresMoreIsServedByWorkersWithTheWiderSandbox) {
     EXPECT_EQ(fetch(server.port(), "/csp/escape?try=write&path=" + (reports / "note").string())->body, "write: allowed\n");
     EXPECT_EQ(fetch(server.port(), "/csp/escape?try=posix_spawn")->body, "posix_spawn: allowed\n");
     EXPECT_EQ(fetch(server.port(), "/csp/escape?try=read&path=/etc/shadow")->body, "read: EACCES\n");  // no more than declared
-    EXPECT_TRUE(server.wait_for_log("sandbox: the handlers declared write " + reports.path().string() + ", exec"));
+    const std::string declared = "write " + reports.path().string() + ", exec";
+    EXPECT_TRUE(server.wait_for_log("sandbox: the handlers declared " + declared));
+    // The status address says what each worker's handlers declared (paths: not on the public port).
+    const auto report = nlohmann::json::parse(fetch(server.status_port(), "/-/status")->body);
+    int widened = 0;
+    for (const auto& worker : report["workers"]) widened += worker.value("sandbox_declared", "") == declared;
+    EXPECT_EQ(widened, 2) << report["workers"].dump();
+    EXPECT_EQ(fetch(server.port(), "/-/status")->body.find(reports.path().string()), std::string::npos);
     EXPECT_EQ(fetch(server.port(), "/csp/echo")->status, 200);
 
     // What no sandbox grants is refused for good, with the reason, and starts no successor.
