@@ -100,6 +100,7 @@ function draw(status) {
   }
   drawTls(status.tls);
   drawProtocols(status);
+  drawSandbox(status.sandbox);
   const live = status.handlers.filter((h) => h.state === "live" || h.state === "rolled back" || (h.state === "vetting" && h.version)).length;
   document.getElementById("summary").textContent =
     `${live} live handler(s), ${status.workers.length} event loop(s), ${status.open_connections} open connection(s), ` +
@@ -116,6 +117,31 @@ function drawProtocols(status) {
     `${n(status.http2?.connections)} connection(s). WebSocket: ${n(ws.open)} open of ${n(ws.accepted)} accepted, ` +
     `${n(ws.messages_in)} message(s) in, ${n(ws.messages_out)} out, ${n(ws.published_deliveries)} published ` +
     `deliveries; closes ${closes}.`;
+}
+
+// What the kernel holds handler code to, and the calls it denied, by handler.
+function drawSandbox(sandbox) {
+  if (!sandbox) return;
+  const parts = [];
+  if (!sandbox.enabled) parts.push("off (--no-sandbox): handlers may do all the workers' account may");
+  else {
+    parts.push(sandbox.seccomp ? "call filter (seccomp)" : "no call filter (this kernel has no seccomp)");
+    parts.push(sandbox.landlock ? `file rules (Landlock ABI ${sandbox.landlock})`
+                                : sandbox.log_only ? "no file rules (--sandbox-log-only)" : "no file rules (this kernel has no Landlock)");
+    if (sandbox.log_only) parts.push("log only: denied calls are reported, then run");
+    parts.push(sandbox.exec ? "handlers may start programs" : "handlers may not start programs");
+  }
+  const total = sandbox.denied.reduce((sum, d) => sum + d.count, 0);
+  document.getElementById("sandbox-summary").textContent = `${parts.join("; ")}. ${total.toLocaleString()} call(s) denied.`;
+  const table = document.getElementById("sandbox-denials");
+  table.hidden = sandbox.denied.length === 0;
+  const rows = table.querySelector("tbody");
+  rows.replaceChildren();
+  for (const d of sandbox.denied) {
+    const row = element("tr", { class: "warn" });
+    for (const v of [d.handler || "(outside a handler)", d.call, d.count.toLocaleString()]) row.append(element("td", {}, String(v)));
+    rows.append(row);
+  }
 }
 
 // Shown only when the server serves HTTPS (--tls-port): its certificates as the key process judged them.

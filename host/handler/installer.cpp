@@ -96,7 +96,17 @@ struct HandlerInstaller::Impl {
 
     std::shared_ptr<const HandlerVersion> load_kept(const std::string& name, const std::optional<KeptVersion>& kept) {
         if (!kept) return nullptr;
-        LoadResult result = loader.load(name, kept->library, kept->config_folder);
+        // The server folder is written by workers, which run handler code: the bytes must still be
+        // those that were kept (their hash), or nothing of them runs.
+        PreparedVersion prepared;
+        LoadResult result = loader.prepare(name, kept->library, kept->config_folder, prepared);
+        if (result.error == LoadError::none && (prepared.identity().content_hash != kept->content_hash ||
+                                                prepared.identity().size != kept->size)) {
+            spdlog::error("handler {}: the version kept as {} has changed on disk since it was kept; not loaded", name,
+                          kept->id);
+            return nullptr;
+        }
+        if (result.error == LoadError::none) result = loader.open(prepared);
         if (!result.version) {
             spdlog::warn("handler {}: cannot load the version kept as {}: {}", name, kept->id, result.reason);
             return nullptr;

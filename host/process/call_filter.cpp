@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -21,6 +22,7 @@
 #include <cstddef>
 #include <cstring>
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace cspd {
@@ -73,12 +75,32 @@ constexpr Denied kDenied[] = {
 #endif
 };
 constexpr Denied kExec[] = {CSPD_DENIED(execve), CSPD_DENIED(execveat)};
+// Calls on paths that Landlock does not check: owners and extended attributes (file
+// capabilities) of any file, whatever the file rules say. A handler's own files are reached
+// through descriptors (fchown, fsetxattr), which the file rules gated when it opened them.
+constexpr Denied kPathMetadata[] = {CSPD_DENIED(chown),       CSPD_DENIED(lchown),       CSPD_DENIED(fchownat),
+                                    CSPD_DENIED(setxattr),    CSPD_DENIED(lsetxattr),    CSPD_DENIED(removexattr),
+                                    CSPD_DENIED(lremovexattr)};
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+// Modes of any file (chmod o+r /etc/shadow as root): denied unless programs may be started --
+// a linker marks its output executable by path (--compile).
+constexpr Denied kPathModes[] = {CSPD_DENIED(chmod), CSPD_DENIED(fchmodat), CSPD_DENIED(fchmodat2)};
+// truncate() by path: Landlock checks it from ABI 3 only.
+constexpr Denied kPathTruncate[] = {CSPD_DENIED(truncate)};
 #undef CSPD_DENIED
 
 const char* call_name(long nr) noexcept {
     for (const Denied& d : kDenied)
         if (d.nr == nr) return d.name;
     for (const Denied& d : kExec)
+        if (d.nr == nr) return d.name;
+    for (const Denied& d : kPathMetadata)
+        if (d.nr == nr) return d.name;
+    for (const Denied& d : kPathModes)
+        if (d.nr == nr) return d.name;
+    for (const Denied& d : kPathTruncate)
         if (d.nr == nr) return d.name;
     if (nr == SYS_clone) return "clone";
     if (nr == SYS_socket) return "socket";
@@ -125,6 +147,9 @@ bool first_time(std::uint64_t key) noexcept {
 }
 
 void on_sigsys(int, siginfo_t* info, void* context) noexcept {
+    // A SIGSYS another process sent (kill) is no trapped call: its registers are left alone.
+    constexpr int kSeccompTrap = 1;  // si_code SYS_SECCOMP, which not every libc header names
+    if (info->si_code != kSeccompTrap) return;
     const int saved_errno = errno;
     g_denials.fetch_add(1, std::memory_order_relaxed);
     const ThreadCrashContext& thread = this_thread_crash_context();
@@ -156,9 +181,12 @@ void on_sigsys(int, siginfo_t* info, void* context) noexcept {
     auto* uc = static_cast<ucontext_t*>(context);
 #if defined(__x86_64__)
     greg_t* r = uc->uc_mcontext.gregs;
-    r[REG_RAX] = g_log_only ? cspd_sandbox_syscall6(info->si_syscall, r[REG_RDI], r[REG_RSI], r[REG_RDX], r[REG_R10],
-                                                    r[REG_R8], r[REG_R9])
-                            : -EPERM;
+    // Log-only runs the call after all -- a native one: another architecture's number means
+    // another call here (i386's 11 is munmap on x86_64), so that stays refused.
+    const bool native = info->si_arch == kNativeArch && info->si_syscall >= 0 && info->si_syscall < 0x40000000;
+    r[REG_RAX] = g_log_only && native ? cspd_sandbox_syscall6(info->si_syscall, r[REG_RDI], r[REG_RSI], r[REG_RDX],
+                                                              r[REG_R10], r[REG_R8], r[REG_R9])
+                                      : -EPERM;
 #elif defined(__aarch64__)
     uc->uc_mcontext.regs[0] = static_cast<unsigned long>(-EPERM);  // log-only runs nothing again here
 #endif
@@ -257,6 +285,11 @@ std::vector<sock_filter> build_filter(const CallFilterOptions& options) {
     for (const Denied& d : kDenied) rules.push_back({static_cast<std::uint32_t>(d.nr), CallRule::trap, 0});
     if (!options.allow_exec)
         for (const Denied& d : kExec) rules.push_back({static_cast<std::uint32_t>(d.nr), CallRule::trap, 0});
+    for (const Denied& d : kPathMetadata) rules.push_back({static_cast<std::uint32_t>(d.nr), CallRule::trap, 0});
+    if (!options.allow_exec)
+        for (const Denied& d : kPathModes) rules.push_back({static_cast<std::uint32_t>(d.nr), CallRule::trap, 0});
+    if (options.deny_path_truncate)
+        for (const Denied& d : kPathTruncate) rules.push_back({static_cast<std::uint32_t>(d.nr), CallRule::trap, 0});
     // clone3's flags sit in memory a filter cannot read: ENOSYS makes glibc fall back to clone.
     rules.push_back({SYS_clone3, CallRule::refuse, ENOSYS});
     rules.push_back({SYS_clone, CallRule::block, static_cast<std::uint32_t>(clone_block)});
@@ -288,26 +321,41 @@ std::vector<sock_filter> build_filter(const CallFilterOptions& options) {
     }
     p.ret(SECCOMP_RET_ALLOW);
 
+    // Sockets by allow-list: Unix; IPv4 and IPv6 streams and datagrams (unless no handler needs the
+    // network); the netlink route socket getaddrinfo opens. Raw, packet (SOCK_PACKET too), other
+    // netlink families, AF_KEY, AF_ALG... are trapped.
     p.place(socket_block);
+    const int inet = p.new_label(), netlink = p.new_label();
     p.load(offsetof(seccomp_data, args[0]));
-    p.jump_if(AF_PACKET, trap);
-    if (options.no_network) {
-        p.jump_if(AF_INET, trap);
-        p.jump_if(AF_INET6, trap);
-    }
-    // Raw IP sockets, but not the raw netlink socket getaddrinfo opens.
-    p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0));
-    p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 4));
+    p.return_if(AF_UNIX, SECCOMP_RET_ALLOW);
+    p.jump_if(AF_NETLINK, netlink);
+    p.jump_if(AF_INET, inet);
+    p.jump_if(AF_INET6, inet);
+    p.jump(trap);
+    p.place(inet);
+    if (options.no_network) p.jump(trap);
     p.load(offsetof(seccomp_data, args[1]));
-    p.push(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf));
-    p.jump_if(SOCK_RAW, trap);
-    p.ret(SECCOMP_RET_ALLOW);
+    p.push(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf));  // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
+    p.return_if(SOCK_STREAM, SECCOMP_RET_ALLOW);
+    p.return_if(SOCK_DGRAM, SECCOMP_RET_ALLOW);
+    p.return_if(SOCK_SEQPACKET, SECCOMP_RET_ALLOW);
+    p.jump(trap);
+    p.place(netlink);
+    p.load(offsetof(seccomp_data, args[2]));
+    p.return_if(NETLINK_ROUTE, SECCOMP_RET_ALLOW);
+    p.jump(trap);
 
     // Nobody takes SIGSYS's handler away: the log and the blame stay.
     p.place(sigaction_block);
     p.load(offsetof(seccomp_data, args[0]));
-    p.return_if(SIGSYS, SECCOMP_RET_ERRNO | EPERM);
+    p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIGSYS, 1, 0));
     p.ret(SECCOMP_RET_ALLOW);
+    p.load(offsetof(seccomp_data, args[1]));  // a query (no new action) is fine: Go's runtime asks
+    p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+    p.load(offsetof(seccomp_data, args[1]) + 4);
+    p.push(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+    p.ret(SECCOMP_RET_ALLOW);
+    p.ret(SECCOMP_RET_ERRNO | EPERM);
 
     // Another process's memory never; this process's own (a handler may read itself so).
     p.place(own_memory_block);

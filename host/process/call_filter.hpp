@@ -1,6 +1,7 @@
 // The system-call half of the sandbox: a seccomp filter that denies what no request handler
 // needs -- running programs, tracing or reading other processes, mounts and namespaces, kernel
-// keys and modules, bpf, perf, userfaultfd, personality, io_uring, raw and packet sockets --
+// keys and modules, bpf, perf, userfaultfd, personality, io_uring, sockets but Unix, IP streams
+// and datagrams and netlink's route; owners, modes and extended attributes of files by path --
 // installed on every thread of a process once its set-up is done. TCP, UDP and Unix sockets stay:
 // handlers talk to databases.
 //
@@ -28,6 +29,7 @@ struct CallFilterOptions {
     bool log_only = false;    ///< --sandbox-log-only: report, never deny
     bool allow_exec = false;  ///< execve, execveat and vfork stay (--allow-exec, --compile)
     bool no_network = false;  ///< no new IPv4 or IPv6 socket (every handler declared it needs none)
+    bool deny_path_truncate = false;  ///< truncate() by path (the file rules check it from Landlock 3 on)
 };
 
 /// Where denials are counted from now on (the shared segment's table); null: only logged.

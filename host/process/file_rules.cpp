@@ -76,8 +76,8 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
     for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
         if (ec) return false;
         const std::filesystem::path entry = it->path();
-        bool secret = false;
-        for (const auto& n : never) secret = secret || is_beneath(entry, n);
+        bool secret = false;  // a key folder at, beneath or above the entry
+        for (const auto& n : never) secret = secret || is_beneath(entry, n) || is_beneath(n, entry);
         struct stat st {};
         if (secret || ::lstat(entry.c_str(), &st) != 0) {
             whole = false;
@@ -89,7 +89,7 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
             struct stat target_st {};
             if (ec || ::stat(target.c_str(), &target_st) != 0 || !world_readable(target_st)) continue;
             bool target_secret = false;
-            for (const auto& n : never) target_secret = target_secret || is_beneath(target, n);
+            for (const auto& n : never) target_secret = target_secret || is_beneath(target, n) || is_beneath(n, target);
             if (!target_secret && !is_beneath(target, folder)) elsewhere.push_back(target);
             continue;
         }
@@ -135,6 +135,14 @@ bool is_beneath(const std::filesystem::path& path, const std::filesystem::path& 
     for (auto f = folder.begin(); f != folder.end(); ++f, ++p)
         if (p == path.end() || *p != *f) return false;
     return true;
+}
+
+std::filesystem::path normal_path(const std::filesystem::path& path) {
+    std::error_code ec;
+    std::filesystem::path out = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+    if (ec) out = std::filesystem::absolute(path).lexically_normal();
+    while (!out.has_filename() && out.has_relative_path()) out = out.parent_path();  // "/x/certs/" -> "/x/certs"
+    return out;
 }
 
 int landlock_abi() noexcept {

@@ -35,6 +35,8 @@ struct FileRules {
 
 /// `path` is `folder` or lies beneath it (both absolute and normalised; no link is followed).
 bool is_beneath(const std::filesystem::path& path, const std::filesystem::path& folder);
+/// `path` absolute, its links resolved as far as it exists, without a trailing separator.
+std::filesystem::path normal_path(const std::filesystem::path& path);
 
 /// Adds rules for the world-readable parts of `folder` (`/etc`): a file or folder the account
 /// could read only by being its owner or in its group (shadow, private keys) gets no rule, nor

@@ -19,6 +19,9 @@ namespace {
 /// Where the system keeps its programs and libraries (merged /usr or not).
 constexpr const char* kSystemFolders[] = {"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"};
 /// What libraries read from /proc and /sys beyond the process's own folder (CPU counts, memory).
+/// What libraries read beyond the process's own /proc entries: the system's (CPU counts, memory,
+/// limits), CPU counts and cgroup limits in /sys, randomness. Not all of /proc: another process's
+/// environment and maps would open (only its memory is refused as tracing is).
 constexpr const char* kSystemFacts[] = {"/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/loadavg",
                                         "/proc/uptime", "/proc/version", "/proc/filesystems",
                                         "/proc/sys/kernel", "/proc/sys/vm/overcommit_memory",
@@ -75,10 +78,12 @@ SandboxPolicy serving_policy(const Config& config, const std::filesystem::path& 
     rules.read.push_back(config.www_dir);
     if (config.compile_sources)
         rules.read.push_back(config.sdk_include.empty() ? HandlerCompiler::default_sdk_include() : config.sdk_include);
+    // This process's own entries (a vetting process, forked later, has a pid of its own: it reads
+    // /proc/self no more than another process's).
     rules.read.push_back(std::filesystem::path("/proc") / std::to_string(::getpid()));
     for (const char* fact : kSystemFacts) rules.read.emplace_back(fact);
     std::vector<std::filesystem::path>& never = policy.never;
-    if (!config.certs_dir.empty()) never.push_back(std::filesystem::absolute(config.certs_dir).lexically_normal());
+    if (!config.certs_dir.empty()) never.push_back(normal_path(config.certs_dir));
     add_world_readable(rules, "/etc", never);
 
     rules.write.push_back(private_folder);
@@ -96,6 +101,15 @@ SandboxPolicy serving_policy(const Config& config, const std::filesystem::path& 
         for (const char* variable : {"CC", "CXX"})
             if (const char* compiler = std::getenv(variable); compiler && std::strchr(compiler, '/'))
                 rules.run.push_back(std::filesystem::absolute(compiler).parent_path());
+
+    // The rules are lists of what is allowed: a key folder beneath one of them would be open.
+    for (const auto* list : {&rules.read, &rules.run, &rules.write, &rules.append})
+        for (const auto& root : *list)
+            for (const auto& secret : never)
+                if (is_beneath(secret, normal_path(root)))
+                    spdlog::error("sandbox: --certs {} lies beneath {}, which handlers may reach: move the keys "
+                                  "out of it",
+                                  secret.string(), root.string());
 
     policy.declared = needs_of_folder(config.handlers_dir, config.compile_sources, never);
     grant(rules, policy.declared);
@@ -132,6 +146,7 @@ bool install_vetting_call_filter(std::string_view mode, std::string& why) {
     options.log_only = mode.starts_with("log");
     options.allow_exec = mode.starts_with("exec");
     options.no_network = mode.ends_with(",nonet");
+    options.deny_path_truncate = landlock_abi() < 3;
     return install_call_filter(options, why);
 }
 
@@ -140,7 +155,11 @@ void enter_call_filter(const Config& config, const SandboxPolicy& policy, Sandbo
     count_denials_in(table);
     std::string why;
     if (!install_call_filter(
-            {.log_only = config.sandbox.log_only, .allow_exec = policy.exec, .no_network = !policy.network}, why)) {
+            {.log_only = config.sandbox.log_only,
+             .allow_exec = policy.exec,
+             .no_network = !policy.network,
+             .deny_path_truncate = landlock_abi() < 3},
+            why)) {
         spdlog::error("sandbox: no call filter in this process: {}", why);
         return;
     }

@@ -64,7 +64,7 @@ void add_link_target(const fs::path& folder, const fs::path& file, SandboxNeeds&
     if (ec) return;
     const fs::path inside = fs::canonical(folder, ec);
     if (ec || is_beneath(target, inside)) return;
-    needs.read.push_back(target.parent_path());  // the folder: a rebuild replaces the file itself
+    needs.read.push_back(target.parent_path());  // the folder: a rebuild replaces the file itself (checked below)
 }
 
 }  // namespace
@@ -86,12 +86,12 @@ std::string SandboxNeeds::describe() const {
     return out;
 }
 
-SandboxNeeds needs_of(const fs::path& folder, const std::string& name, const fs::path& file,
-                      const std::vector<fs::path>& never) {
-    SandboxNeeds needs;
-    add_link_target(folder, file, needs);
+namespace {
+
+/// Reads NAME.conf's sandbox.* keys into `needs`; false, with `needs.error`, at the first that cannot be taken.
+bool read_declarations(const fs::path& folder, const std::string& name, SandboxNeeds& needs) {
     const HandlerConfig::Read config = HandlerConfig::read(folder, name);
-    if (!config.config) return needs;  // a file in error is refused as it loads, with its reason
+    if (!config.config) return true;  // a file in error is refused as it loads, with its reason
     for (const auto& [key, value] : config.config->entries()) {
         if (!key.starts_with("sandbox.")) continue;
         bool ok = true;
@@ -105,13 +105,28 @@ SandboxNeeds needs_of(const fs::path& folder, const std::string& name, const fs:
             ok = flag_of(key, value, needs.network, needs.error);
         else
             ok = (needs.error = key + " is not a sandbox declaration (sandbox.read, .write, .exec, .network)", false);
-        if (!ok) return needs;
+        if (!ok) return false;
     }
+    return true;
+}
+
+}  // namespace
+
+SandboxNeeds needs_of(const fs::path& folder, const std::string& name, const fs::path& file,
+                      const std::vector<fs::path>& never) {
+    SandboxNeeds needs;
+    add_link_target(folder, file, needs);
+    if (!read_declarations(folder, name, needs)) return needs;
+    // Nothing that holds the keys or lies beneath them, however it is spelt (links, a trailing /).
     for (const auto& list : {&needs.read, &needs.write})
         for (const auto& path : *list)
-            if (beneath_any(path, never)) {
-                needs.error = "it asks for " + path.string() + ", beneath --certs: no handler may read the keys";
-                return needs;
+            for (const auto& secret : never) {
+                const fs::path resolved = normal_path(path);
+                if (is_beneath(resolved, secret) || is_beneath(secret, resolved)) {
+                    needs.error = "it asks for " + path.string() + ", which holds or lies beneath --certs: no handler "
+                                  "may read the keys";
+                    return needs;
+                }
             }
     return needs;
 }

@@ -40,6 +40,7 @@ try {
     null, { timeout: 10000 });
   result.hello_counted = await page.textContent('[data-handler="hello"] .numbers');
   result.protocols = await page.textContent("#protocols-summary");
+  result.sandbox = await page.textContent("#sandbox-summary");
   await page.screenshot({ path: `${screenshots}-desktop.png`, fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(600); // one poll at the new width

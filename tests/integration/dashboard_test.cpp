@@ -48,6 +48,10 @@ TEST(Dashboard, ListsHandlersShowsOneDroppedInAndABrokenOnesReason) {
     EXPECT_TRUE(result.at("ok").get<bool>()) << out;
     EXPECT_NE(result.at("broken_reason").get<std::string>().find("built for SDK ABI version 3.0"), std::string::npos)
         << out;
+    // The sandbox line: what the kernel enforces here.
+    EXPECT_NE(result.at("sandbox").get<std::string>().find("call filter (seccomp); file rules (Landlock ABI"),
+              std::string::npos)
+        << result.at("sandbox");
     // The protocols line: the 200 requests above were HTTP/1.1; no WebSocket yet.
     EXPECT_NE(result.at("protocols").get<std::string>().find("WebSocket: 0 open of 0 accepted"), std::string::npos)
         << out;

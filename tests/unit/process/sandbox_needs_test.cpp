@@ -60,7 +60,12 @@ TEST_F(SandboxNeedsTest, WhatCannotBeTakenIsAnError) {
     EXPECT_EQ(error_of("sandbox.mount = /\n"),
               "sandbox.mount is not a sandbox declaration (sandbox.read, .write, .exec, .network)");
     EXPECT_EQ(error_of("sandbox.read = /etc/cspd/certs/site.key\n"),
-              "it asks for /etc/cspd/certs/site.key, beneath --certs: no handler may read the keys");
+              "it asks for /etc/cspd/certs/site.key, which holds or lies beneath --certs: no handler may read the keys");
+    // A folder that holds the keys is refused as well as one beneath them, however spelt.
+    EXPECT_EQ(error_of("sandbox.read = /etc\n"),
+              "it asks for /etc, which holds or lies beneath --certs: no handler may read the keys");
+    EXPECT_EQ(error_of("sandbox.write = /etc/cspd/certs/\n"),
+              "it asks for /etc/cspd/certs/, which holds or lies beneath --certs: no handler may read the keys");
 }
 
 TEST_F(SandboxNeedsTest, ALinkOutOfTheFolderNeedsTheFolderItLeadsInto) {
