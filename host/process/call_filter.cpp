@@ -7,22 +7,22 @@
 
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <algorithm>
-#include <iterator>
+#include <stdexcept>
 #include <vector>
 
 namespace cspd {
@@ -158,6 +158,14 @@ void on_sigsys(int, siginfo_t* info, void* context) noexcept {
                               static_cast<std::uint64_t>(info->si_syscall);
     if (SandboxDenials* table = g_table.load(std::memory_order_relaxed))
         table->count(key, handler, call_name(info->si_syscall));
+    // Log-only runs the call after all -- a native one on x86_64 (the gadget's): another
+    // architecture's number means another call here (i386's 11 is munmap), so that stays refused.
+#if defined(__x86_64__)
+    const bool rerun =
+        g_log_only && info->si_arch == kNativeArch && info->si_syscall >= 0 && info->si_syscall < 0x40000000;
+#else
+    const bool rerun = false;
+#endif
     if (first_time(key)) {
         SignalSafeLine<384> line;
         line.text("cspd: sandbox: ");
@@ -171,7 +179,7 @@ void on_sigsys(int, siginfo_t* info, void* context) noexcept {
             .number(static_cast<std::int64_t>(info->si_syscall))
             .text(")");
         if (handler) line.text(" ").text(phase_text(thread.phase));
-        line.text(g_log_only ? ": allowed (--sandbox-log-only)\n" : ": denied (EPERM)\n");
+        line.text(rerun ? ": allowed (--sandbox-log-only)\n" : ": denied (EPERM)\n");
         for (std::size_t at = 0; at < line.size();) {
             const ssize_t n = ::write(STDERR_FILENO, line.data() + at, line.size() - at);
             if (n <= 0 && errno != EINTR) break;
@@ -181,14 +189,11 @@ void on_sigsys(int, siginfo_t* info, void* context) noexcept {
     auto* uc = static_cast<ucontext_t*>(context);
 #if defined(__x86_64__)
     greg_t* r = uc->uc_mcontext.gregs;
-    // Log-only runs the call after all -- a native one: another architecture's number means
-    // another call here (i386's 11 is munmap on x86_64), so that stays refused.
-    const bool native = info->si_arch == kNativeArch && info->si_syscall >= 0 && info->si_syscall < 0x40000000;
-    r[REG_RAX] = g_log_only && native ? cspd_sandbox_syscall6(info->si_syscall, r[REG_RDI], r[REG_RSI], r[REG_RDX],
-                                                              r[REG_R10], r[REG_R8], r[REG_R9])
-                                      : -EPERM;
+    r[REG_RAX] = rerun ? cspd_sandbox_syscall6(info->si_syscall, r[REG_RDI], r[REG_RSI], r[REG_RDX], r[REG_R10],
+                                               r[REG_R8], r[REG_R9])
+                       : -EPERM;
 #elif defined(__aarch64__)
-    uc->uc_mcontext.regs[0] = static_cast<unsigned long>(-EPERM);  // log-only runs nothing again here
+    uc->uc_mcontext.regs[0] = static_cast<unsigned long>(-EPERM);  // no gadget here: log-only denies too
 #endif
     errno = saved_errno;
 }
@@ -198,7 +203,7 @@ void on_sigsys(int, siginfo_t* info, void* context) noexcept {
 class FilterProgram {
 public:
     int new_label() {
-        labels_.push_back(0);
+        labels_.push_back(kUnplaced);
         return static_cast<int>(labels_.size() - 1);
     }
     void place(int label) { labels_[static_cast<std::size_t>(label)] = code_.size(); }
@@ -226,12 +231,18 @@ public:
     void ret(std::uint32_t action) { push(BPF_STMT(BPF_RET | BPF_K, action)); }
     void push(sock_filter instruction) { code_.push_back(instruction); }
 
+    /// The program; throws if a jump leads nowhere or backwards (BPF jumps only forwards).
     std::vector<sock_filter> finish() {
-        for (const Fixup& f : fixups_) code_[f.at].k = static_cast<std::uint32_t>(labels_[f.label] - f.at - 1);
+        for (const Fixup& f : fixups_) {
+            const std::size_t to = labels_[f.label];
+            if (to == kUnplaced || to <= f.at) throw std::logic_error("sandbox filter: a jump to no place ahead");
+            code_[f.at].k = static_cast<std::uint32_t>(to - f.at - 1);
+        }
         return code_;
     }
 
 private:
+    static constexpr std::size_t kUnplaced = ~std::size_t(0);
     struct Fixup {
         std::size_t at;
         std::size_t label;
@@ -402,7 +413,13 @@ bool install_call_filter(const CallFilterOptions& options, std::string& why) {
         why = std::string("cannot handle SIGSYS: ") + std::strerror(errno);
         return false;
     }
-    std::vector<sock_filter> code = build_filter(options);
+    std::vector<sock_filter> code;
+    try {
+        code = build_filter(options);
+    } catch (const std::exception& e) {
+        why = e.what();
+        return false;
+    }
     const sock_fprog program{static_cast<unsigned short>(code.size()), code.data()};
     // Unprivileged processes may filter only once they cannot gain privileges (setuid programs).
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {

@@ -2,6 +2,7 @@
 
 #include "common/unique_fd.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
@@ -10,8 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <system_error>
 
 namespace cspd {
@@ -63,34 +66,59 @@ bool world_readable(const struct stat& st) {
     return (st.st_mode & S_IROTH) != 0;
 }
 
-/// Collects rules for what anyone may read beneath `folder`; true if that is all of it (then the
-/// caller may grant the folder whole instead).
-bool collect_readable(const std::filesystem::path& folder, const std::vector<std::filesystem::path>& never,
-                      std::vector<std::filesystem::path>& parts, std::vector<std::filesystem::path>& elsewhere,
-                      int depth) {
-    std::error_code ec;
-    std::filesystem::directory_iterator it(folder, ec);
-    if (ec || depth > 16) return false;
+/// Collects rules for what anyone may read beneath `folder` (open as `dir`); true if that is all
+/// of it (then the caller may grant the folder whole instead). By descriptor (fstatat, readdir):
+/// every worker walks /etc as it starts, and a walk by path cost it twice as much.
+bool collect_readable(const std::filesystem::path& top, const std::filesystem::path& folder, int dir_fd,
+                      const std::vector<std::filesystem::path>& never, const std::vector<std::filesystem::path>& granted,
+                      std::vector<std::filesystem::path>& parts, std::vector<std::filesystem::path>& elsewhere, int depth) {
+    if (depth > 16) return false;
+    const int listed = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (listed < 0) return false;
+    DIR* dir = ::fdopendir(listed);
+    if (!dir) {
+        ::close(listed);
+        return false;
+    }
     bool whole = true;
     std::vector<std::filesystem::path> mine;
-    for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-        if (ec) return false;
-        const std::filesystem::path entry = it->path();
+    std::error_code ec;
+    for (;;) {
+        errno = 0;
+        const dirent* item = ::readdir(dir);
+        if (!item) {
+            whole = whole && errno == 0;
+            break;
+        }
+        const std::string_view name = item->d_name;
+        if (name == "." || name == "..") continue;
+        const std::filesystem::path entry = folder / name;
         bool secret = false;  // a key folder at, beneath or above the entry
         for (const auto& n : never) secret = secret || is_beneath(entry, n) || is_beneath(n, entry);
         struct stat st {};
-        if (secret || ::lstat(entry.c_str(), &st) != 0) {
+        if (secret || ::fstatat(::dirfd(dir), item->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             whole = false;
             continue;
         }
         if (S_ISLNK(st.st_mode)) {
-            // A link's target is judged where it lies: /etc/resolv.conf may point into /run.
+            // A link's target is judged where it lies: /etc/resolv.conf may point into /run. One
+            // into a folder granted already (/etc/ssl/certs' hundreds into /usr/share), or within
+            // the walk (ssl/certs' hash links to their .pem, judged as themselves), needs nothing.
+            char written[PATH_MAX];
+            const ssize_t size = ::readlinkat(::dirfd(dir), item->d_name, written, sizeof written - 1);
+            if (size <= 0) continue;
+            const std::filesystem::path lexical =
+                (folder / std::string_view(written, static_cast<std::size_t>(size))).lexically_normal();
+            bool covered = is_beneath(lexical, top);
+            for (const auto& root : granted) covered = covered || is_beneath(lexical, root);
+            if (covered) continue;
             const std::filesystem::path target = std::filesystem::canonical(entry, ec);
             struct stat target_st {};
             if (ec || ::stat(target.c_str(), &target_st) != 0 || !world_readable(target_st)) continue;
             bool target_secret = false;
             for (const auto& n : never) target_secret = target_secret || is_beneath(target, n) || is_beneath(n, target);
-            if (!target_secret && !is_beneath(target, folder)) elsewhere.push_back(target);
+            for (const auto& root : granted) covered = covered || is_beneath(target, root);
+            if (!target_secret && !covered && !is_beneath(target, top)) elsewhere.push_back(target);
             continue;
         }
         if (!world_readable(st)) {
@@ -99,7 +127,8 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
         }
         if (S_ISDIR(st.st_mode)) {
             std::vector<std::filesystem::path> inner;
-            if (collect_readable(entry, never, inner, elsewhere, depth + 1))
+            const UniqueFd sub(::openat(::dirfd(dir), item->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (sub && collect_readable(top, entry, sub.get(), never, granted, inner, elsewhere, depth + 1))
                 mine.push_back(entry);
             else {
                 whole = false;
@@ -109,6 +138,7 @@ bool collect_readable(const std::filesystem::path& folder, const std::vector<std
             mine.push_back(entry);
         }
     }
+    ::closedir(dir);
     parts.insert(parts.end(), mine.begin(), mine.end());
     return whole;
 }
@@ -131,10 +161,11 @@ bool add_rule(int ruleset, const std::filesystem::path& path, std::uint64_t acce
 }  // namespace
 
 bool is_beneath(const std::filesystem::path& path, const std::filesystem::path& folder) {
-    auto p = path.begin();
-    for (auto f = folder.begin(); f != folder.end(); ++f, ++p)
-        if (p == path.end() || *p != *f) return false;
-    return true;
+    // By text (paths are normalised): the walk of /etc asks this thousands of times.
+    std::string_view p = path.native(), f = folder.native();
+    while (f.size() > 1 && f.back() == '/') f.remove_suffix(1);
+    if (!p.starts_with(f)) return false;
+    return p.size() == f.size() || p[f.size()] == '/' || f == "/";
 }
 
 std::filesystem::path normal_path(const std::filesystem::path& path) {
@@ -152,8 +183,10 @@ int landlock_abi() noexcept {
 
 void add_world_readable(FileRules& rules, const std::filesystem::path& folder,
                         const std::vector<std::filesystem::path>& never) {
-    std::vector<std::filesystem::path> parts, elsewhere;
-    if (collect_readable(folder, never, parts, elsewhere, 0))
+    std::vector<std::filesystem::path> parts, elsewhere, granted = rules.read;
+    granted.insert(granted.end(), rules.run.begin(), rules.run.end());
+    const UniqueFd top(::open(folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (top && collect_readable(folder, folder, top.get(), never, granted, parts, elsewhere, 0))
         rules.read.push_back(folder);
     else
         rules.read.insert(rules.read.end(), parts.begin(), parts.end());

@@ -40,7 +40,8 @@ std::filesystem::path normal_path(const std::filesystem::path& path);
 
 /// Adds rules for the world-readable parts of `folder` (`/etc`): a file or folder the account
 /// could read only by being its owner or in its group (shadow, private keys) gets no rule, nor
-/// does anything beneath one of `never`.
+/// does anything at, beneath or above one of `never`. A link leads to a rule for its target,
+/// unless the target lies in a folder `rules` reads already.
 void add_world_readable(FileRules& rules, const std::filesystem::path& folder,
                         const std::vector<std::filesystem::path>& never);
 

@@ -120,5 +120,8 @@ void HandlerSupply::clear() { parts_->registry.clear(); }
 bool HandlerSupply::start_vetting(const std::string& call_filter, std::string& error) {
     return parts_->vetting.start_fork_server(call_filter, error);
 }
+void HandlerSupply::when_vetting_is_lost(std::function<std::string()> lost) {
+    parts_->vetting.when_lost(std::move(lost));
+}
 
 }  // namespace cspd

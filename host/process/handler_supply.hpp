@@ -47,6 +47,9 @@ public:
     void clear();
     /// Starts the vetting fork server now, with the sandbox's `call_filter` (process/sandbox).
     bool start_vetting(const std::string& call_filter, std::string& error);
+    /// When vetting cannot run (its fork server is lost): `lost` says why a version is refused
+    /// instead, and may ask for a successor. Without it, versions load untried.
+    void when_vetting_is_lost(std::function<std::string()> lost);
 
 private:
     struct Parts;

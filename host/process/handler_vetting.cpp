@@ -121,7 +121,11 @@ void HandlerVetting::vet(Pending pending, std::shared_ptr<UniqueFd> claim) {
             runs_.erase(pending.name);
             if (!report.error.empty()) {
                 // Vetting could not run (no processes left, say): let the load go on unvetted
-                // rather than refuse every handler.
+                // rather than refuse every handler -- unless a successor can vet it (sandboxed).
+                if (std::string refusal = lost_ ? lost_() : std::string(); !refusal.empty()) {
+                    spdlog::error("handler {}: {}", pending.name, report.error);
+                    return pending.done(GateVerdict{false, false, std::move(refusal)});
+                }
                 spdlog::error("handler {}: {}; loading it untried", pending.name, report.error);
                 return pending.done({});
             }

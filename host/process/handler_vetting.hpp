@@ -15,6 +15,7 @@
 #include "process/vetting_verdicts.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,6 +55,9 @@ public:
     std::size_t running() const { return runs_.size(); }
     /// Starts the fork server now, with `call_filter` (process/sandbox); nothing without vetting.
     bool start_fork_server(const std::string& call_filter, std::string& error);
+    /// When a vetting process cannot be started: `lost` gives the reason the version is refused
+    /// (and may ask for a successor). Without it, or if it says nothing, the version loads untried.
+    void when_lost(std::function<std::string()> lost) { lost_ = std::move(lost); }
 
 private:
     using Key = std::tuple<std::string, std::uint64_t, std::uint64_t>;  // name, size, hash
@@ -77,6 +81,7 @@ private:
     std::map<Key, GateVerdict> fenced_;  // what failed here stays refused
     VettingVerdicts verdicts_;
     std::unique_ptr<VettingForkServer> forks_;  // where vetting processes come from
+    std::function<std::string()> lost_;
     std::map<std::string, std::shared_ptr<VettingProcess>> runs_;
     struct Wait;  // for another worker's verdict
     std::map<std::string, std::shared_ptr<Wait>> waits_;

@@ -248,22 +248,37 @@ private:
         if (const std::size_t threads = threads_running(); threads > 1)
             spdlog::warn("sandbox: {} threads run already; the file rules bind only this one and those it starts",
                          threads);
+        const std::int64_t began = monotonic_now_ns();
         sandbox_.emplace(serving_policy(config_, private_folder_->path()));
         for (unsigned t = 0; t < config_.threads; ++t)  // for /-/status, before the slots are ready
             copy_text(stats_.slots[first_slot_ + t].sandbox_declared, sizeof stats_.slots[0].sandbox_declared,
                       sandbox_->declared.describe());
+        const std::int64_t planned = monotonic_now_ns();
         enter_file_rules(config_, *sandbox_, stats_.sandbox);
+        spdlog::debug("sandbox: {} file rules planned in {:.1f} ms, entered in {:.1f} ms",
+                      sandbox_->rules.read.size() + sandbox_->rules.run.size() + sandbox_->rules.write.size() +
+                          sandbox_->rules.append.size(),
+                      (planned - began) / 1e6, (monotonic_now_ns() - planned) / 1e6);
     }
 
     /// The vetting fork server starts inside the file rules (which let this process signal it)
     /// and before the call filter (which denies starting programs), then the filter binds every thread.
     void enter_call_filter_last() {
         if (!config_.sandbox.enabled) return;
+        const std::int64_t began = monotonic_now_ns();
         std::string error;
         if (!supply_->start_vetting(vetting_call_filter(config_.sandbox, *sandbox_), error))
             spdlog::error("sandbox: {} (new versions are vetted by a process started afresh, if the sandbox lets it)",
                           error);
         enter_call_filter(config_, *sandbox_, &stats_.sandbox_denials, stats_.sandbox);
+        spdlog::debug("sandbox: vetting fork server and call filter in {:.1f} ms", (monotonic_now_ns() - began) / 1e6);
+        if (!sandbox_->exec && role_)
+            // No new fork server can start under the filter: a fresh worker brings one.
+            supply_->when_vetting_is_lost([this] {
+                stats_.slots[first_slot_].wants_successor.store(kSuccessorVettingLost, std::memory_order_release);
+                return std::string("it cannot be vetted here (this worker's vetting fork server is gone, and its "
+                                   "sandbox denies starting another): a successor worker starts");
+            });
     }
 
     /// Why this process cannot take handler `name` under its sandbox (it declared more than the
@@ -275,7 +290,7 @@ private:
         const std::string missing = sandbox_->refuses(config_.handlers_dir, name, file, grantable);
         if (missing.empty() || !grantable) return missing;
         if (!role_) return "it asks for " + missing + ", beyond this process's sandbox: restart cspd to widen it";
-        stats_.slots[first_slot_].wants_wider_sandbox.store(1, std::memory_order_release);
+        stats_.slots[first_slot_].wants_successor.store(kSuccessorWiderSandbox, std::memory_order_release);
         return "it asks for " + missing + ", beyond this worker's sandbox: workers with a wider one are starting";
     }
 

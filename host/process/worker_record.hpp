@@ -27,7 +27,7 @@ struct WorkerRecord {
     // The process that takes over, starting in the other bank, until it is ready (WorkerSuccession).
     pid_t successor = 0;
     Clock::time_point next_memory_check{};
-    Clock::time_point next_sandbox_widening{};  // a successor for a wider sandbox, at most once a second
+    Clock::time_point next_requested_succession{};  // one the worker asked for, at most once a second
     std::int64_t stuck_load_since = 0;  // the loading_since_ns already dealt with (--init-timeout)
 
     /// The successor serves from now on, in place of the process that was `pid`.

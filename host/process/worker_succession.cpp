@@ -26,7 +26,7 @@ void WorkerSuccession::tick(bool stopping) {
     if (!stopping) {
         check_memory();
         check_loading();
-        check_sandbox();
+        check_requests();
     }
     check_retiring();
 }
@@ -91,19 +91,22 @@ void WorkerSuccession::check_memory() {
     }
 }
 
-/// A handler declared more than a worker's sandbox allows (process/sandbox_needs): a successor
-/// starts with the wider sandbox, and the worker drains. Once a second per worker at most.
-void WorkerSuccession::check_sandbox() {
+/// A worker asked for a successor: a handler declared more than its sandbox allows (the successor
+/// starts with the wider one), or it lost its vetting fork server under a sandbox that denies
+/// starting another. Once a second per worker at most.
+void WorkerSuccession::check_requests() {
     const auto now = Clock::now();
     for (unsigned i = 0; i < workers_.size(); ++i) {
         WorkerRecord& worker = workers_[i];
-        if (!worker.pid || worker.successor || now < worker.next_sandbox_widening) continue;
+        if (!worker.pid || worker.successor || now < worker.next_requested_succession) continue;
         LoopSlot& first = banks_.slots(i, worker.bank)[0];
-        if (first.wants_wider_sandbox.exchange(0, std::memory_order_acq_rel) == 0) continue;
-        worker.next_sandbox_widening = now + 1s;
-        spdlog::info("worker {} (pid {}): a handler declared more than its sandbox allows; a successor starts with "
-                     "a wider one",
-                     i, worker.pid);
+        const std::uint32_t reason = first.wants_successor.exchange(0, std::memory_order_acq_rel);
+        if (reason == 0) continue;
+        worker.next_requested_succession = now + 1s;
+        spdlog::info("worker {} (pid {}): {}", i, worker.pid,
+                     reason == kSuccessorWiderSandbox
+                         ? "a handler declared more than its sandbox allows; a successor starts with a wider one"
+                         : "its vetting fork server is gone; a successor starts with a new one");
         replace(i, SIGTERM);
     }
 }

@@ -48,7 +48,7 @@ private:
     void check_successors();
     void check_memory();
     void check_loading();
-    void check_sandbox();
+    void check_requests();
     void check_retiring();
     void replace(unsigned index, int signal);
     void hand_over(unsigned index);

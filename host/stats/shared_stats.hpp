@@ -56,6 +56,12 @@ struct VersionInfo {
     std::int64_t vetting_since_unix_ms = 0;  // a newer file is being vetted since then (0: none)
 };
 
+/// Why a worker asks its master for a successor (LoopSlot::wants_successor).
+enum SuccessorReason : std::uint32_t {
+    kSuccessorWiderSandbox = 1,  ///< a handler declared more than its sandbox allows
+    kSuccessorVettingLost = 2,   ///< its vetting fork server is gone, and its sandbox denies starting another
+};
+
 /// HandlerStats::in_use. Entries are claimed in order; a retired one (its name was removed and
 /// nothing holds its last version) is claimed again before the table is called full.
 enum HandlerStatsUse : std::uint32_t { kStatsNeverUsed = 0, kStatsInUse = 1, kStatsRetired = 2 };
@@ -102,7 +108,7 @@ struct LoopSlot {
     std::atomic<std::int64_t> handler_started_ns{0};  // CLOCK_MONOTONIC(_COARSE); 0 when no handler runs
     std::atomic<std::uint32_t> running_handler{0};    // index + 1 into handlers[]
     std::atomic<std::uint32_t> ready{0};              // 1 once the first handler scan is done
-    std::atomic<std::uint32_t> wants_wider_sandbox{0};  // first loop's: a handler declared more (the master replaces it)
+    std::atomic<std::uint32_t> wants_successor{0};  // first loop's: a SuccessorReason; the master replaces it
     char sandbox_declared[160]{};  // by its process before ready: what its handlers declared of the sandbox
     std::atomic<std::int64_t> ready_ns{0};            // CLOCK_MONOTONIC when ready was set
     std::atomic<std::uint32_t> crashed{0};            // set by the crash reporter on this loop's thread

@@ -51,6 +51,16 @@ TEST(Abi, AHandlerBuiltAgainstAbi21KeepsWorking) {
     EXPECT_EQ(fetch(server.port(), "/csp/stream/refused")->body, "refused\n");
 }
 
+TEST(Abi, AHandlerBuiltAgainstAbi25KeepsWorkingInItsSandbox) {
+    TestServer server({"--workers", "1"});
+    install_by_rename(test_handler("abi2_5/keyed_limit.so"), server.handlers() / "keyed_limit.so");
+    ASSERT_TRUE(server.wait_for_log("handler keyed_limit: loaded")) << server.log();
+    const auto r = fetch(server.port(), "/csp/keyed_limit?key=old&rate=1000");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "key old let in\n");
+}
+
 TEST(Abi, AHandlerForANewerMinorIsRefusedNamingBothVersions) {
     TestServer server({"--workers", "1"});
     install_by_rename(test_handler("newer_minor.so"), server.handlers() / "newer_minor.so");

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,6 +37,8 @@ class Sandbox : public ::testing::Test {
 protected:
     void SetUp() override {
         if (::geteuid() != 0) GTEST_SKIP() << "needs root: it shows the sandbox refusing what root may do";
+        // The server says so loudly at start; here there would be nothing to show.
+        if (landlock_abi() == 0) GTEST_SKIP() << "this kernel has no Landlock (or it is off at boot)";
     }
     /// "NAME: OUTCOME" for one attempt, on `client`'s connection (one worker for all of them).
     static std::string attempt(HttpClient& client, const std::string& query) {
@@ -208,6 +211,19 @@ TEST_F(Sandbox, VettingProcessesHaveTheWorkersSandbox) {
     EXPECT_EQ(pid->status, 200);  // vetted, and served
 }
 
+TEST_F(Sandbox, TheSingleProcessIsSandboxedToo) {
+    TestServer server({"--user", "root", "--single-process"}, false);
+    std::filesystem::copy_file(test_handler("escape.so"), server.handlers() / "escape.so");
+    server.start();
+    HttpClient client(server.port());
+    EXPECT_EQ(attempt(client, "try=execve"), "execve: EPERM");
+    EXPECT_EQ(attempt(client, "try=read&path=/etc/shadow"), "read: EACCES");
+    if (landlock_abi() >= 6) {
+        EXPECT_EQ(attempt(client, "try=kill&pid=1"), "kill: EPERM");  // init: root may, the rules do not
+    }
+    EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"execve\"}"), 1);
+}
+
 TEST_F(Sandbox, LogOnlyReportsAndCountsWhatItWouldDenyAndLetsItRun) {
     TestServer server({"--user", "root", "--workers", "1", "--sandbox-log-only"}, false);
     std::filesystem::copy_file(test_handler("escape.so"), server.handlers() / "escape.so");
@@ -229,6 +245,26 @@ TEST_F(Sandbox, OffIsSaidAtStartAndLetsAllThrough) {
     HttpClient client(server.port());
     EXPECT_EQ(attempt(client, "try=personality"), "personality: allowed");
     EXPECT_EQ(metric(server.port(), "cspd_sandbox_denied_total{handler=\"escape\",call=\"personality\"}"), -1);
+}
+
+// A worker whose vetting fork server is killed cannot start another under its filter: it refuses
+// new versions rather than load them untried, and asks for a successor, which vets and serves them.
+TEST_F(Sandbox, AWorkerThatLostItsVettingForkServerIsReplacedAndTheVersionVetted) {
+    TestServer server({"--user", "root", "--workers", "1"});
+    std::filesystem::copy_file(test_handler("echo.so"), server.handlers() / "echo.so");
+    ASSERT_TRUE(eventually([&] { return fetch(server.port(), "/csp/echo").value_or(HttpResponse{}).status == 200; }, 5s));
+    const pid_t worker = server.worker_pid();
+    const std::string children = run_command("pgrep -P " + std::to_string(worker) + " -f '__vet-server'");
+    ASSERT_FALSE(children.empty()) << "no vetting fork server under worker " << worker;
+    ::kill(std::stoi(children), SIGKILL);
+    install_by_rename(test_handler("escape.so"), server.handlers() / "escape.so");
+    EXPECT_TRUE(server.wait_for_log("its vetting fork server is gone; a successor starts with a new one", 10s))
+        << server.log();
+    EXPECT_TRUE(eventually([&] { return fetch(server.port(), "/csp/escape?try=pid").value_or(HttpResponse{}).status == 200; },
+                           10s))
+        << server.log();
+    EXPECT_EQ(server.log().find("loading it untried"), std::string::npos);
+    EXPECT_EQ(fetch(server.port(), "/csp/echo")->status, 200);
 }
 
 // NAME.conf declares more (a folder to write, programs to start): the workers that run refuse the
