@@ -373,7 +373,8 @@ TEST(TopicsAcrossHosts, TheChatExampleWorksInChromiumBehindNginxAcrossThreeHosts
     };
     std::string out;
     int first = -1, second = -1;
-    for (int run = 0; run < 4 && first == second; ++run) {
+    // Up to 8 runs: under the sanitizers one CI run met 4 in a row whose tabs shared a host.
+    for (int run = 0; run < 8 && first == second; ++run) {
         out = run_command("node " + std::string(CSPD_TEST_SOURCE_DIR) + "/browser/chat.mjs http://127.0.0.1:" +
                           std::to_string(nginx.port()) + "/csp/chat 2>&1");
         const std::size_t line = out.rfind("\n{");
